@@ -1,0 +1,123 @@
+// ESLint flat config. `@eslint/js` is ESLint's own recommended rule set (a dependency of `eslint`).
+//
+// Three machine-checked rules carry the architecture:
+//   1. no `any` anywhere (`@typescript-eslint/no-explicit-any`);
+//   2. no runtime import cycles (`import-x/no-cycle`; type-only imports are exempt);
+//   3. `src/protocol` and `src/core` stay runtime-free: no `node:*`, no bare Node builtins, no
+//      `cloudflare:*`, no `hono`, no Node-only packages, and no imports from the layers above them.
+// The rules are syntactic (no type information), so `npm run lint` stays fast; the TypeScript
+// programs in `npm run typecheck` do the type-aware work.
+import { builtinModules } from 'node:module';
+import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
+import tseslint from 'typescript-eslint';
+
+/** Escapes a string for use inside a RegExp source. */
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Bare Node builtin names (`fs`, `path`, `crypto`, ...), with or without a subpath. */
+const bareNodeBuiltins = [...new Set(builtinModules.map((name) => name.split('/')[0]))]
+  .filter((name) => name !== undefined && !name.startsWith('_'))
+  .map(escapeRegExp)
+  .sort();
+
+/** Node's own globals, for plain-JavaScript scripts that TypeScript does not check. */
+const nodeGlobals = Object.fromEntries(
+  Object.getOwnPropertyNames(globalThis).map((name) => [name, 'readonly']),
+);
+
+const RUNTIME_FREE_MESSAGE =
+  'src/protocol and src/core must run on any runtime: move runtime-bound code to src/adapters or worker/.';
+
+/** Import patterns forbidden in the runtime-free layers. */
+const runtimeFreeImportPatterns = [
+  { regex: '^node:', message: RUNTIME_FREE_MESSAGE },
+  { regex: '^cloudflare:', message: RUNTIME_FREE_MESSAGE },
+  { regex: '^hono(?:/|$)', message: RUNTIME_FREE_MESSAGE },
+  { regex: `^(?:${bareNodeBuiltins.join('|')})(?:/|$)`, message: RUNTIME_FREE_MESSAGE },
+  {
+    regex: '^(?:better-sqlite3|fs-native-extensions|ws|eventsource|wrangler|miniflare)(?:/|$)',
+    message: RUNTIME_FREE_MESSAGE,
+  },
+];
+
+export default defineConfig(
+  {
+    ignores: ['node_modules/**', '.wrangler/**', 'dist/**', 'coverage/**', '.tmp/**', 'test/fixtures/lint/**'],
+  },
+  {
+    files: ['**/*.{ts,mts,js,mjs}'],
+    extends: [js.configs.recommended, tseslint.configs.recommended],
+    plugins: { 'import-x': importX },
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+    },
+    linterOptions: {
+      reportUnusedDisableDirectives: 'error',
+    },
+    settings: {
+      'import-x/extensions': ['.ts', '.mts', '.js', '.mjs'],
+      'import-x/external-module-folders': ['node_modules', 'node_modules/@types'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.mts'] },
+      'import-x/resolver-next': [
+        createNodeResolver({
+          // Relative imports carry `.js` suffixes (NodeNext); the files on disk are `.ts`.
+          extensionAlias: { '.js': ['.ts', '.js'], '.mjs': ['.mts', '.mjs'] },
+          extensions: ['.ts', '.mts', '.js', '.mjs', '.json'],
+          conditionNames: ['types', 'import', 'node', 'default'],
+        }),
+      ],
+    },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/consistent-type-imports': [
+        'error',
+        { prefer: 'type-imports', fixStyle: 'inline-type-imports', disallowTypeAnnotations: false },
+      ],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
+      ],
+      '@typescript-eslint/no-empty-object-type': ['error', { allowInterfaces: 'with-single-extends' }],
+      // Cycles through external packages cannot be ours; skipping them keeps the rule cheap.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import-x/no-self-import': 'error',
+      'import-x/no-duplicates': 'error',
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      'no-var': 'error',
+      'prefer-const': 'error',
+      'no-debugger': 'error',
+      'no-console': 'off',
+    },
+  },
+  {
+    files: ['**/*.{js,mjs}'],
+    languageOptions: { globals: nodeGlobals },
+  },
+  {
+    files: ['src/protocol/**/*.ts', 'src/core/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: runtimeFreeImportPatterns }],
+      // Imports point downwards only: protocol <- core <- adapters/conformance <- worker.
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './src/protocol',
+              from: ['./src/core', './src/adapters', './src/conformance', './worker'],
+              message: 'src/protocol is the bottom layer and imports nothing above it.',
+            },
+            {
+              target: './src/core',
+              from: ['./src/adapters', './src/conformance', './worker'],
+              message: 'src/core may import src/protocol only.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,322 @@
+/**
+ * MemoryDurableEventStore: the whole store contract in process memory.
+ *
+ * Ephemeral by design (a restart loses everything). It exists for tests, examples and hosts that
+ * only need in-process recovery. All decisions come from the core log engine; this file only keeps
+ * arrays. Calls are synchronous under the hood, so each one is trivially atomic; watchers run
+ * after the batch is stored.
+ *
+ * It also keeps each session's durability ledger (`recordDurability` / `readDurability` /
+ * `watchDurability`): an array of records plus an index by identity, with every decision taken
+ * by the core ledger engine and every record parsed again on read.
+ */
+import { throwIfAborted } from '../../core/abort.js';
+import {
+  buildReadPage,
+  checkFence,
+  checkReadCursor,
+  checkSessionId,
+  decideAcquire,
+  decideRelease,
+  decideRenew,
+  leaseRecord,
+  planAppend,
+  planRead,
+  validateDraftBatch,
+  type LeaseState,
+} from '../../core/log-engine.js';
+import type {
+  DurableAppendListener,
+  DurableAppendNotice,
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
+} from '../../core/store.js';
+import type {
+  DurabilityLedgerStore,
+  DurabilityListener,
+  DurabilityNotice,
+  DurabilityReadOptions,
+  DurabilityReadResult,
+  DurabilityRecord,
+  DurabilityRecordDraft,
+  DurabilityRecordResult,
+} from '../../core/durability/ledger-contract.js';
+import {
+  buildDurabilityPage,
+  checkDurabilityCursor,
+  checkDurabilitySessionId,
+  durabilityIdentity,
+  parseDurabilityRecord,
+  planDurabilityRead,
+  planDurabilityRecord,
+  validateDurabilityDraft,
+} from '../../core/durability/ledger-engine.js';
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import type { DurableEventDraft, DurableEventEnvelope } from '../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../protocol/ids.js';
+
+/** Hooks for tests: `beforeCommit` runs right before a batch is stored; throwing fails the append with nothing written. */
+export interface StoreTestHooks {
+  beforeCommit?: (sessionId: SessionId) => void;
+}
+
+/** Options of {@link MemoryDurableEventStore}. */
+export interface MemoryDurableEventStoreOptions {
+  /** Clock in epoch milliseconds (default `Date.now`). */
+  clock?: () => number;
+  /** Test-only fault injection. */
+  testHooks?: StoreTestHooks;
+}
+
+/**
+ * Runs one listener in isolation. A notice is only a hint (subscribers re-read the log), so a
+ * throwing listener must neither reach the appender nor, through an uncaught microtask error,
+ * take the process down; other listeners still run.
+ */
+function notify(listener: DurableAppendListener, notice: DurableAppendNotice): void {
+  try {
+    listener(notice);
+  } catch {
+    // Deliberately ignored: see above.
+  }
+}
+
+function notifyDurability(listener: DurabilityListener, notice: DurabilityNotice): void {
+  try {
+    listener(notice);
+  } catch {
+    // Deliberately ignored, like `notify`: a notice is only a hint.
+  }
+}
+
+interface SessionState {
+  events: DurableEventEnvelope[];
+  lease: LeaseState | null;
+  listeners: Set<DurableAppendListener>;
+  /** The durability ledger: record `n` sits at index `n - 1`. */
+  durability: DurabilityRecord[];
+  /** Durability records by `durabilityIdentity`. */
+  durabilityByIdentity: Map<string, DurabilityRecord>;
+  durabilityListeners: Set<DurabilityListener>;
+}
+
+/**
+ * In-memory store implementing {@link DurableEventStore} and {@link DurableExecutionLeaseStore}.
+ *
+ * @example
+ * const store = new MemoryDurableEventStore();
+ * await store.append(SessionId('s'), [{ type: DurableEventType.SESSION_CREATED, data: {} }], {
+ *   expectedLastSequence: null,
+ * });
+ */
+export class MemoryDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+  readonly #sessions = new Map<string, SessionState>();
+  readonly #clock: () => number;
+  readonly #hooks: StoreTestHooks;
+
+  constructor(options: MemoryDurableEventStoreOptions = {}) {
+    this.#clock = options.clock ?? Date.now;
+    this.#hooks = options.testHooks ?? {};
+  }
+
+  #session(sessionId: SessionId): SessionState {
+    let state = this.#sessions.get(sessionId);
+    if (state === undefined) {
+      state = {
+        events: [],
+        lease: null,
+        listeners: new Set(),
+        durability: [],
+        durabilityByIdentity: new Map(),
+        durabilityListeners: new Set(),
+      };
+      this.#sessions.set(sessionId, state);
+    }
+    return state;
+  }
+
+  #head(state: SessionState): EventSequence | null {
+    const last = state.events[state.events.length - 1];
+    return last === undefined ? null : last.sequence;
+  }
+
+  async append(
+    sessionId: SessionId,
+    drafts: readonly DurableEventDraft[],
+    options?: DurableAppendOptions,
+  ): Promise<DurableAppendResult> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const valid = validateDraftBatch(drafts);
+    const state = this.#session(id);
+    const result = planAppend({
+      sessionId: id,
+      drafts: valid,
+      options,
+      head: this.#head(state),
+      lease: state.lease,
+      nowMs: this.#clock(),
+    });
+    throwIfAborted(options?.signal);
+    try {
+      this.#hooks.beforeCommit?.(id);
+    } catch (error) {
+      throw new DurableEventStoreError('DURABLE_EVENT_WRITE_FAILED', 'commit failed before anything was written', {
+        cause: error,
+      });
+    }
+    state.events.push(...result.events.map((e) => structuredClone(e)));
+    const notice = { sessionId: id, lastSequence: result.lastSequence };
+    for (const listener of [...state.listeners]) queueMicrotask(() => notify(listener, notice));
+    return result;
+  }
+
+  async read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const plan = planRead(options);
+    const state = this.#sessions.get(id);
+    const events = state?.events ?? [];
+    const head = state === undefined ? null : this.#head(state);
+    checkReadCursor(plan.after, head);
+    const start = plan.after ?? 0; // sequence n sits at index n - 1
+    const page = events.slice(start, start + plan.limit).map((e) => structuredClone(e));
+    return buildReadPage(page, plan, head);
+  }
+
+  async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
+    throwIfAborted(options?.signal);
+    const state = this.#sessions.get(checkSessionId(sessionId));
+    return state === undefined ? null : this.#head(state);
+  }
+
+  watch(sessionId: SessionId, listener: DurableAppendListener): () => void {
+    const state = this.#session(checkSessionId(sessionId));
+    state.listeners.add(listener);
+    return () => {
+      state.listeners.delete(listener);
+    };
+  }
+
+  async acquireExecutionLease(
+    sessionId: SessionId,
+    options: DurableLeaseAcquireOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    const id = checkSessionId(sessionId);
+    const state = this.#session(id);
+    state.lease = decideAcquire(state.lease, options, this.#clock());
+    return leaseRecord(id, state.lease);
+  }
+
+  async renewExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableLeaseRenewOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    const id = checkSessionId(sessionId);
+    const state = this.#session(id);
+    state.lease = decideRenew(state.lease, fence, options.ttlMs, this.#clock());
+    return leaseRecord(id, state.lease);
+  }
+
+  async releaseExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    const state = this.#session(checkSessionId(sessionId));
+    state.lease = decideRelease(state.lease, fence, this.#clock());
+  }
+
+  async assertExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    const state = this.#sessions.get(checkSessionId(sessionId));
+    checkFence(state?.lease ?? null, fence, this.#clock());
+  }
+
+  async inspectExecutionLease(
+    sessionId: SessionId,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurableExecutionLeaseRecord | null> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const lease = this.#sessions.get(id)?.lease ?? null;
+    return lease === null ? null : leaseRecord(id, lease);
+  }
+
+  async requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
+    throwIfAborted(options?.signal);
+    return (this.#sessions.get(checkSessionId(sessionId))?.lease ?? null) !== null;
+  }
+
+  /** Appends a durability record unless its identity exists; see {@link DurabilityLedgerStore.recordDurability}. */
+  async recordDurability(
+    sessionId: SessionId,
+    draft: DurabilityRecordDraft,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurabilityRecordResult> {
+    throwIfAborted(options?.signal);
+    const id = checkDurabilitySessionId(sessionId);
+    const valid = validateDurabilityDraft(draft);
+    const state = this.#session(id);
+    const identity = durabilityIdentity(valid);
+    const last = state.durability[state.durability.length - 1];
+    const planned = planDurabilityRecord({
+      sessionId: id,
+      draft: valid,
+      existing: state.durabilityByIdentity.get(identity),
+      head: last === undefined ? null : last.sequence,
+      nowMs: this.#clock(),
+    });
+    if (planned.created) {
+      throwIfAborted(options?.signal);
+      state.durability.push(planned.record);
+      state.durabilityByIdentity.set(identity, planned.record);
+      const notice = { sessionId: id, lastSequence: planned.record.sequence };
+      for (const listener of [...state.durabilityListeners]) queueMicrotask(() => notifyDurability(listener, notice));
+    }
+    // Parsing copies: the caller never holds a reference into the ledger.
+    return { record: parseDurabilityRecord(planned.record), created: planned.created };
+  }
+
+  /** Reads one page of the session's durability ledger; see {@link DurabilityLedgerStore.readDurability}. */
+  async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
+    throwIfAborted(options?.signal);
+    const id = checkDurabilitySessionId(sessionId);
+    const plan = planDurabilityRead(options);
+    const records = this.#sessions.get(id)?.durability ?? [];
+    const last = records[records.length - 1];
+    const head = last === undefined ? null : last.sequence;
+    checkDurabilityCursor(plan.after, head);
+    const start = plan.after ?? 0; // record n sits at index n - 1
+    const page = records
+      .slice(start, start + plan.limit)
+      .map((record, index) => parseDurabilityRecord(record, { sessionId: id, sequence: start + index + 1 }));
+    return buildDurabilityPage(page, plan, head);
+  }
+
+  /** Hears every record created in the session, after it is stored. Returns an unsubscribe function. */
+  watchDurability(sessionId: SessionId, listener: DurabilityListener): () => void {
+    const state = this.#session(checkDurabilitySessionId(sessionId));
+    state.durabilityListeners.add(listener);
+    return () => {
+      state.durabilityListeners.delete(listener);
+    };
+  }
+}

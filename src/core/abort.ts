@@ -1,0 +1,99 @@
+/**
+ * Cancellation and deadline helpers shared by every core component.
+ *
+ * `withDeadline` races a store call against a timer and an optional caller signal. It hands the
+ * call a derived signal that aborts when either fires, so a well-behaved store stops waiting; a
+ * store that ignores its signal is still bounded because the race settles at the deadline.
+ */
+
+/** Throws the signal's reason (an `AbortError` unless the caller chose another) when aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
+}
+
+/** The error an aborted signal stands for: its reason, or a DOM `AbortError`. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? newAbortError();
+}
+
+/** A DOM-style `AbortError`. */
+export function newAbortError(message = 'The operation was aborted'): Error {
+  if (typeof DOMException === 'function') return new DOMException(message, 'AbortError');
+  const error = new Error(message);
+  error.name = 'AbortError';
+  return error;
+}
+
+/** Marker thrown inside `withDeadline` when the deadline (not the caller) ended the call. */
+export class DeadlineExceeded extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`deadline of ${timeoutMs} ms exceeded`);
+    this.name = 'DeadlineExceeded';
+  }
+}
+
+/** Combines signals: the result aborts as soon as any input aborts. */
+export function anySignal(signals: ReadonlyArray<AbortSignal | undefined>): AbortSignal {
+  const present = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (present.length === 1 && present[0] !== undefined) return present[0];
+  const controller = new AbortController();
+  for (const signal of present) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      return controller.signal;
+    }
+  }
+  const onAbort = (event: Event): void => {
+    const source = event.target as AbortSignal;
+    controller.abort(source.reason);
+    for (const signal of present) signal.removeEventListener('abort', onAbort);
+  };
+  for (const signal of present) signal.addEventListener('abort', onAbort, { once: true });
+  return controller.signal;
+}
+
+/**
+ * Runs `call(signal)` bounded by `timeoutMs` and the caller's `signal`.
+ * - caller abort -> rejects with the caller's abort reason;
+ * - deadline -> rejects with `onTimeout()` (the call's signal is aborted with a {@link DeadlineExceeded});
+ * - otherwise settles like `call`.
+ */
+export async function withDeadline<T>(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  call: (signal: AbortSignal) => Promise<T>,
+  onTimeout: () => unknown,
+): Promise<T> {
+  throwIfAborted(signal);
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let detach: (() => void) | undefined;
+  const stop = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new DeadlineExceeded(timeoutMs));
+      reject(onTimeout());
+    }, timeoutMs);
+    if (signal !== undefined) {
+      const onAbort = (): void => {
+        controller.abort(abortReason(signal));
+        reject(abortReason(signal));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      detach = () => signal.removeEventListener('abort', onAbort);
+    }
+  });
+  try {
+    return await Promise.race([call(controller.signal), stop]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    detach?.();
+  }
+}
+
+/** Validates a deadline option: an integer in 1..max, else throws what `invalid` builds. */
+export function checkTimeoutMs(value: number, max: number, invalid: (message: string) => unknown): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw invalid(`timeout must be an integer in 1..${max} ms, got ${String(value)}`);
+  }
+  return value;
+}

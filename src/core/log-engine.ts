@@ -1,0 +1,391 @@
+/**
+ * The log engine: every decision a store makes, written once.
+ *
+ * Adapters own bytes (a Map, a JSONL file, SQLite rows); they call these functions for the rules:
+ * 1. `validateDraftBatch` before taking any lock: count limit, strict schema per draft. A batch
+ *    with one bad draft throws and nothing is written.
+ * 2. Under the adapter's lock / inside its transaction, with the current head and lease state:
+ *    `planAppend` checks the lease fence and the compare-and-append precondition, assigns
+ *    contiguous sequences, store event IDs and timestamps, checks byte limits, and returns the
+ *    envelopes to write. It never performs I/O, so SQL adapters run it inside one synchronous
+ *    transaction with nothing awaited between the read and the conditional write.
+ * 3. `planRead` / `buildReadPage` validate cursors and page sizes and shape the page.
+ * 4. `decideAcquire` / `decideRenew` / `decideRelease` / `checkFence` implement leases with
+ *    monotonic fencing tokens and sticky fencing.
+ */
+import {
+  DurableEventSequenceConflictError,
+  DurableEventStoreError,
+  DurableExecutionLeaseError,
+} from '../protocol/errors.js';
+import {
+  DURABLE_EVENT_SCHEMA_VERSION,
+  encodedEventBytes,
+  parseDurableEventDraft,
+  type DurableEventDraft,
+  type DurableEventEnvelope,
+} from '../protocol/events.js';
+import {
+  EventId,
+  EventSequence,
+  FencingToken,
+  describeInvalidId,
+  type SessionId,
+  type WorkerId,
+} from '../protocol/ids.js';
+import {
+  DEFAULT_READ_LIMIT,
+  MAX_BATCH_BYTES,
+  MAX_BATCH_EVENTS,
+  MAX_EVENT_BYTES,
+  MAX_READ_LIMIT,
+} from '../protocol/limits.js';
+import type {
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableReadResult,
+} from './store.js';
+
+/** Shortest lease TTL a store accepts. */
+export const MIN_LEASE_TTL_MS = 10;
+/** Longest lease TTL a store accepts (one day). */
+export const MAX_LEASE_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** Lease state as adapters persist it (JSON-safe, no brands needed at rest). */
+export interface LeaseState {
+  leaseId: string;
+  ownerId: WorkerId;
+  fencingToken: FencingToken;
+  acquiredAtMs: number;
+  expiresAtMs: number;
+  released: boolean;
+}
+
+function invalidInput(message: string): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
+}
+
+/** Validates the session ID argument of a store call. */
+export function checkSessionId(sessionId: unknown): SessionId {
+  const problem = describeInvalidId(sessionId);
+  if (problem !== undefined) throw invalidInput(`sessionId ${problem}`);
+  // SAFETY: validated just above.
+  return sessionId as SessionId;
+}
+
+/** Strictly validates a whole batch of drafts; throws on the first bad one (nothing is written). */
+export function validateDraftBatch(drafts: unknown): DurableEventDraft[] {
+  if (!Array.isArray(drafts)) throw invalidInput('events must be an array of drafts');
+  if (drafts.length === 0) throw invalidInput('an append needs at least one event');
+  if (drafts.length > MAX_BATCH_EVENTS) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_LIMIT_EXCEEDED',
+      `a batch holds at most ${MAX_BATCH_EVENTS} events, got ${drafts.length}`,
+      { details: { limit: MAX_BATCH_EVENTS, actual: drafts.length } },
+    );
+  }
+  return drafts.map((draft, index) => {
+    try {
+      return parseDurableEventDraft(draft);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `events[${index}]: ${message}`, {
+        cause: error,
+        details: { index },
+      });
+    }
+  });
+}
+
+/** Validates the shape of `expectedLastSequence` (undefined, null, or a sequence >= 1). */
+export function checkExpectedLastSequence(value: unknown): EventSequence | null | undefined {
+  if (value === undefined || value === null) return value;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw invalidInput('expectedLastSequence must be undefined, null or an integer >= 1');
+  }
+  return EventSequence(value);
+}
+
+/** Throws the conflict error when the precondition does not hold. */
+export function checkPrecondition(expected: EventSequence | null | undefined, head: EventSequence | null): void {
+  if (expected === undefined) return;
+  if (expected !== head) throw new DurableEventSequenceConflictError(expected, head);
+}
+
+function validateFenceShape(fence: unknown): DurableExecutionFence {
+  const f = fence as Partial<DurableExecutionFence> | null;
+  if (
+    typeof f !== 'object' ||
+    f === null ||
+    describeInvalidId(f.leaseId) !== undefined ||
+    describeInvalidId(f.ownerId) !== undefined ||
+    typeof f.fencingToken !== 'number' ||
+    !Number.isSafeInteger(f.fencingToken) ||
+    f.fencingToken < 1
+  ) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_INVALID', 'executionFence is malformed');
+  }
+  return f as DurableExecutionFence;
+}
+
+/** True when `state` is an unreleased lease whose expiry lies after `nowMs`. */
+export function isLeaseActive(state: LeaseState | null, nowMs: number): boolean {
+  return state !== null && !state.released && nowMs < state.expiresAtMs;
+}
+
+function sameLease(state: LeaseState, fence: DurableExecutionFence): boolean {
+  return (
+    state.leaseId === fence.leaseId && state.ownerId === fence.ownerId && state.fencingToken === fence.fencingToken
+  );
+}
+
+/**
+ * The fence rule of appends and assertions. No lease state and no fence: allowed. Lease state
+ * and no fence: `DURABLE_EXECUTION_LEASE_REQUIRED` (sticky, even after expiry or release). A
+ * fence that is not the current active lease: `DURABLE_EXECUTION_LEASE_LOST`.
+ */
+export function checkFence(state: LeaseState | null, fence: unknown, nowMs: number): void {
+  if (fence === undefined) {
+    if (state !== null) {
+      throw new DurableExecutionLeaseError(
+        'DURABLE_EXECUTION_LEASE_REQUIRED',
+        'this session has execution lease state; appends must carry the current lease fence',
+      );
+    }
+    return;
+  }
+  const checked = validateFenceShape(fence);
+  if (state === null) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no execution lease exists for this session');
+  }
+  if (!sameLease(state, checked)) {
+    throw new DurableExecutionLeaseError(
+      'DURABLE_EXECUTION_LEASE_LOST',
+      `lease ${checked.leaseId} (token ${checked.fencingToken}) was replaced by token ${state.fencingToken}`,
+    );
+  }
+  if (state.released) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', `lease ${checked.leaseId} was released`);
+  }
+  if (nowMs >= state.expiresAtMs) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', `lease ${checked.leaseId} expired`);
+  }
+}
+
+/** Inputs of {@link planAppend}: the validated drafts and the state read under the lock. */
+export interface AppendPlanInput {
+  sessionId: SessionId;
+  drafts: readonly DurableEventDraft[];
+  options: DurableAppendOptions | undefined;
+  head: EventSequence | null;
+  lease: LeaseState | null;
+  nowMs: number;
+  newEventId?: () => EventId;
+}
+
+/** Default event ID source: a random UUID. */
+export function randomEventId(): EventId {
+  return EventId(crypto.randomUUID());
+}
+
+/**
+ * Decides one append: fence, precondition, sequences, envelopes, byte limits. Pure; throws the
+ * public error on refusal. The caller writes `result.events` as one batch, then reports `result`.
+ */
+export function planAppend(input: AppendPlanInput): DurableAppendResult {
+  const expected = checkExpectedLastSequence(input.options?.expectedLastSequence);
+  checkFence(input.lease, input.options?.executionFence, input.nowMs);
+  checkPrecondition(expected, input.head);
+  const recordedAt = new Date(input.nowMs).toISOString();
+  const nextId = input.newEventId ?? randomEventId;
+  const base = input.head ?? 0;
+  let batchBytes = 0;
+  const events = input.drafts.map((draft, index) => {
+    const { occurredAt, ...rest } = draft;
+    // SAFETY: the draft was validated per type; adding store fields keeps the discriminant.
+    const envelope = {
+      schemaVersion: DURABLE_EVENT_SCHEMA_VERSION,
+      eventId: nextId(),
+      sequence: EventSequence(base + index + 1),
+      sessionId: input.sessionId,
+      ...rest,
+      recordedAt,
+      occurredAt: occurredAt ?? recordedAt,
+    } as DurableEventEnvelope;
+    const bytes = encodedEventBytes(envelope);
+    if (bytes > MAX_EVENT_BYTES) {
+      throw new DurableEventStoreError(
+        'DURABLE_EVENT_LIMIT_EXCEEDED',
+        `events[${index}] encodes to ${bytes} bytes; the limit is ${MAX_EVENT_BYTES}`,
+        { details: { index, limit: MAX_EVENT_BYTES, actual: bytes } },
+      );
+    }
+    batchBytes += bytes;
+    return envelope;
+  });
+  if (batchBytes > MAX_BATCH_BYTES) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_LIMIT_EXCEEDED',
+      `the batch encodes to ${batchBytes} bytes; the limit is ${MAX_BATCH_BYTES}`,
+      { details: { limit: MAX_BATCH_BYTES, actual: batchBytes } },
+    );
+  }
+  const last = events[events.length - 1];
+  if (last === undefined) throw invalidInput('an append needs at least one event');
+  return { previousSequence: input.head, lastSequence: last.sequence, events };
+}
+
+/** Validated read parameters. */
+export interface ReadPlan {
+  after: EventSequence | undefined;
+  limit: number;
+}
+
+/** Validates `after` and `limit` (shape only; {@link checkReadCursor} compares with the head). */
+export function planRead(options: { after?: unknown; limit?: unknown } | undefined): ReadPlan {
+  const after = options?.after;
+  const limit = options?.limit ?? DEFAULT_READ_LIMIT;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_READ_LIMIT) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_INVALID_INPUT',
+      `limit must be an integer in 1..${MAX_READ_LIMIT}, got ${String(limit)}`,
+    );
+  }
+  if (after === undefined) return { after: undefined, limit };
+  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', 'after must be an integer sequence >= 1');
+  }
+  return { after: EventSequence(after), limit };
+}
+
+/** Rejects a cursor ahead of the head instead of serving a silent empty page. */
+export function checkReadCursor(after: EventSequence | undefined, head: EventSequence | null): void {
+  if (after !== undefined && (head === null || after > head)) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_INVALID_CURSOR',
+      `cursor ${after} is ahead of the head ${String(head)}`,
+      { details: { after, headSequence: head } },
+    );
+  }
+}
+
+/** Shapes a page from the events the adapter loaded (at most `limit`, in order, after `after`). */
+export function buildReadPage(
+  events: DurableEventEnvelope[],
+  plan: ReadPlan,
+  head: EventSequence | null,
+): DurableReadResult {
+  const last = events[events.length - 1];
+  const nextCursor = last?.sequence ?? plan.after ?? null;
+  return { events, nextCursor, headSequence: head, hasMore: head !== null && (nextCursor ?? 0) < head };
+}
+
+/** Validates a lease TTL. */
+export function checkLeaseTtl(ttlMs: unknown): number {
+  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs) || ttlMs < MIN_LEASE_TTL_MS || ttlMs > MAX_LEASE_TTL_MS) {
+    throw new DurableExecutionLeaseError(
+      'DURABLE_EXECUTION_LEASE_INVALID',
+      `ttlMs must be an integer in ${MIN_LEASE_TTL_MS}..${MAX_LEASE_TTL_MS}`,
+    );
+  }
+  return ttlMs;
+}
+
+/**
+ * Acquisition. Returns the new state (to persist) — the same object when nothing changed.
+ * A retry by the current active lease (same `leaseId` and owner) reconciles and extends it.
+ */
+export function decideAcquire(
+  state: LeaseState | null,
+  request: { ownerId: unknown; leaseId: unknown; ttlMs: unknown },
+  nowMs: number,
+): LeaseState {
+  const ttlMs = checkLeaseTtl(request.ttlMs);
+  if (describeInvalidId(request.ownerId) !== undefined || describeInvalidId(request.leaseId) !== undefined) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_INVALID', 'ownerId and leaseId must be valid IDs');
+  }
+  // SAFETY: validated just above.
+  const ownerId = request.ownerId as WorkerId;
+  const leaseId = request.leaseId as string;
+  // Read before the guard: `isLeaseActive` narrows `state` to null in its false branch.
+  const previousToken = state?.fencingToken ?? 0;
+  if (state !== null && isLeaseActive(state, nowMs)) {
+    if (state.leaseId === leaseId && state.ownerId === ownerId) {
+      return { ...state, expiresAtMs: Math.max(state.expiresAtMs, nowMs + ttlMs) };
+    }
+    throw new DurableExecutionLeaseError(
+      'DURABLE_EXECUTION_LEASE_CONFLICT',
+      `session is leased by ${state.ownerId} until ${new Date(state.expiresAtMs).toISOString()}`,
+      { details: { ownerId: state.ownerId, expiresAtMs: state.expiresAtMs } },
+    );
+  }
+  return {
+    leaseId,
+    ownerId,
+    fencingToken: FencingToken(previousToken + 1),
+    acquiredAtMs: nowMs,
+    expiresAtMs: nowMs + ttlMs,
+    released: false,
+  };
+}
+
+/** Renewal: only the current active lease may extend itself. */
+export function decideRenew(state: LeaseState | null, fence: DurableExecutionFence, ttlMs: unknown, nowMs: number): LeaseState {
+  const ttl = checkLeaseTtl(ttlMs);
+  checkFence(state, fence, nowMs);
+  // SAFETY: checkFence throws when state is null.
+  const current = state as LeaseState;
+  return { ...current, expiresAtMs: nowMs + ttl };
+}
+
+/** Release: idempotent for the holder; a stale fence is `DURABLE_EXECUTION_LEASE_LOST`. */
+export function decideRelease(state: LeaseState | null, fence: DurableExecutionFence, nowMs: number): LeaseState {
+  const checked = validateFenceShape(fence);
+  if (state === null || !sameLease(state, checked)) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', `lease ${checked.leaseId} is not the current lease`);
+  }
+  if (state.released) return state;
+  return { ...state, released: true, expiresAtMs: Math.min(state.expiresAtMs, nowMs) };
+}
+
+/** Public record of a persisted lease state. */
+export function leaseRecord(sessionId: SessionId, state: LeaseState): DurableExecutionLeaseRecord {
+  return {
+    sessionId,
+    leaseId: state.leaseId,
+    ownerId: state.ownerId,
+    fencingToken: state.fencingToken,
+    acquiredAtMs: state.acquiredAtMs,
+    expiresAtMs: state.expiresAtMs,
+    released: state.released,
+  };
+}
+
+/** Parses lease state read back from storage; a malformed record is a corrupt log. */
+export function parseLeaseState(value: unknown): LeaseState {
+  const v = value as Partial<LeaseState> | null;
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    describeInvalidId(v.leaseId) !== undefined ||
+    describeInvalidId(v.ownerId) !== undefined ||
+    typeof v.fencingToken !== 'number' ||
+    !Number.isSafeInteger(v.fencingToken) ||
+    v.fencingToken < 1 ||
+    typeof v.acquiredAtMs !== 'number' ||
+    typeof v.expiresAtMs !== 'number' ||
+    typeof v.released !== 'boolean'
+  ) {
+    throw new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', 'persisted execution lease state is malformed');
+  }
+  return {
+    leaseId: v.leaseId as string,
+    ownerId: v.ownerId as WorkerId,
+    fencingToken: FencingToken(v.fencingToken),
+    acquiredAtMs: v.acquiredAtMs,
+    expiresAtMs: v.expiresAtMs,
+    released: v.released,
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Vitest configuration: two projects, one run.
+ *
+ * - `node`: every `test/**\/*.test.ts` outside `test/workers/`, in forked Node processes (real
+ *   files, real locks, real child processes).
+ * - `workers`: `test/workers/**\/*.test.ts`, executed inside workerd by
+ *   `@cloudflare/vitest-pool-workers` (0.23: the `cloudflareTest()` Vite plugin). It reads
+ *   `wrangler.toml`, so the Worker under test is `worker/index.ts` with the same bindings as
+ *   `wrangler dev`. See docs/workers-testing.md.
+ *
+ * Everything stays offline: no remote bindings, and Miniflare never downloads `request.cf` data.
+ */
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { defineConfig } from 'vitest/config';
+
+// Miniflare would otherwise try to fetch https://workers.cloudflare.com/cf.json once a month.
+process.env['CLOUDFLARE_CF_FETCH_ENABLED'] ??= 'false';
+process.env['WRANGLER_SEND_METRICS'] ??= 'false';
+
+/** Fixed secrets for the Worker under test; they override anything in a local `.dev.vars`. */
+export const TEST_WORKER_BINDINGS = {
+  ADMIN_TOKEN: 'test-admin-token-0123456789abcdef',
+  TOKEN_SECRET: 'test-token-secret-0123456789abcdef',
+} as const;
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'node',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/workers/**', '**/node_modules/**'],
+          pool: 'forks',
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: './wrangler.toml' },
+            remoteBindings: false,
+            miniflare: {
+              bindings: { ...TEST_WORKER_BINDINGS },
+            },
+          }),
+        ],
+        test: {
+          name: 'workers',
+          include: ['test/workers/**/*.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+    ],
+  },
+});

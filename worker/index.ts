@@ -1,0 +1,22 @@
+/**
+ * Worker entry point.
+ *
+ * Wrangler (`wrangler.toml` -> `main`) loads this module and calls the default export's
+ * `fetch` for every HTTP request. Routing is the Hono app of `app.ts` (route groups live in
+ * `routes/`); this file only builds it once per isolate and exports it.
+ *
+ * workerd treats every export of this module as an entry point: the default handler, Durable
+ * Object classes (`SessionObject`), `WorkerEntrypoint` classes. Exporting anything else (a
+ * constant, a type guard, the Hono app itself) makes the runtime refuse to start, so shared
+ * values belong in their own modules.
+ */
+import { createApp } from './app.js';
+import type { Env } from './env.js';
+
+const app = createApp();
+
+export default {
+  fetch: app.fetch,
+} satisfies ExportedHandler<Env>;
+
+export { SessionObject } from './session-object.js';
