@@ -1,0 +1,148 @@
+/**
+ * The projector's internal state and the helpers the transition modules share.
+ *
+ * `FoldState` is immutable: each event produces a new state that shares every untouched part of
+ * the previous one. The only mutable part is the {@link PersistentKeySet} of used IDs, which is
+ * owned by one projector instance and forked (copy-on-write) by `clone()`.
+ *
+ * Used IDs live in one set, each kind under its own prefix (`ID_SPACE`), so that a Request and a
+ * Turn may share a spelling without colliding.
+ */
+import type { DurableReason } from '../../protocol/event-payloads.js';
+import type { DurableEventType } from '../../protocol/event-types.js';
+import type { DurableEventEnvelope } from '../../protocol/events.js';
+import type { CommandId, EventId, EventSequence, RequestId, SessionId, TurnId } from '../../protocol/ids.js';
+import { seal, withEntry } from './frozen-data.js';
+import type { PersistentKeySet } from './persistent-key-set.js';
+import { projectionViolation, type DurableProjectionRule } from './projection-errors.js';
+import type {
+  DurableActiveRequestView,
+  DurableActiveTurnView,
+  DurableRequestSummary,
+  DurableSessionStatus,
+  DurableToolAttemptView,
+} from './projection-types.js';
+
+/** What the provenance check needs to know about one of the last few events. */
+export interface RecentEvent {
+  readonly type: DurableEventType;
+  readonly commandId: CommandId | undefined;
+  readonly requestId: RequestId | undefined;
+  readonly turnId: TurnId | undefined;
+  /** `data.turn` of Turn events. */
+  readonly turn: number | undefined;
+}
+
+/** How many trailing events {@link FoldState.recent} keeps (the longest rollover pattern). */
+export const RECENT_EVENT_WINDOW = 3;
+
+/** Immutable folded state of a log prefix. */
+export interface FoldState {
+  readonly sessionId: SessionId | null;
+  readonly status: DurableSessionStatus;
+  readonly headSequence: EventSequence | null;
+  readonly lastEventId: EventId | null;
+  readonly activeRequest: DurableActiveRequestView | null;
+  readonly completedRequests: number;
+  readonly lastRequest: DurableRequestSummary | null;
+  readonly closedReason: DurableReason | undefined;
+  /** `commandId` of the previous event (a command may only continue from there). */
+  readonly previousCommandId: CommandId | undefined;
+  /** The last {@link RECENT_EVENT_WINDOW} events, oldest first. */
+  readonly recent: readonly RecentEvent[];
+}
+
+/** The state before any event. */
+export const EMPTY_FOLD_STATE: FoldState = seal({
+  sessionId: null,
+  status: 'empty',
+  headSequence: null,
+  lastEventId: null,
+  activeRequest: null,
+  completedRequests: 0,
+  lastRequest: null,
+  closedReason: undefined,
+  previousCommandId: undefined,
+  recent: seal([]),
+});
+
+/** Prefixes of each ID kind inside the used-ID set. */
+export const ID_SPACE = {
+  event: 'e:',
+  request: 'r:',
+  turn: 't:',
+  modelAttempt: 'm:',
+  toolAttempt: 'a:',
+  permission: 'p:',
+  command: 'c:',
+  appliedInput: 'i:',
+} as const;
+
+export type IdSpace = keyof typeof ID_SPACE;
+
+/** One event being folded, with the used-ID set it may claim IDs in. */
+export interface FoldContext {
+  readonly event: DurableEventEnvelope;
+  readonly ids: PersistentKeySet;
+}
+
+/** Throws the projection error for `rule`, located at the current event. */
+export function reject(ctx: FoldContext, rule: DurableProjectionRule, message: string): never {
+  throw projectionViolation(ctx.event, rule, message);
+}
+
+/** True when `id` of kind `space` was used earlier in the log. */
+export function isUsed(ctx: FoldContext, space: IdSpace, id: string): boolean {
+  return ctx.ids.has(ID_SPACE[space] + id);
+}
+
+/** Records `id` of kind `space`, rejecting a reuse. */
+export function claimId(ctx: FoldContext, space: IdSpace, id: string, label: string): void {
+  if (!ctx.ids.add(ID_SPACE[space] + id)) reject(ctx, 'id_reused', `${label} ${id} was already used in this session`);
+}
+
+/** The active Request named by the event, or a rejection. */
+export function requireActiveRequest(state: FoldState, ctx: FoldContext, requestId: RequestId): DurableActiveRequestView {
+  const request = state.activeRequest;
+  if (request === null) reject(ctx, 'request_lifecycle', `no Request is active (event names ${requestId})`);
+  if (request.requestId !== requestId) {
+    reject(ctx, 'correlation', `event names Request ${requestId} but the active Request is ${request.requestId}`);
+  }
+  return request;
+}
+
+/** The active Request and Turn named by the event, or a rejection. */
+export function requireActiveTurn(
+  state: FoldState,
+  ctx: FoldContext,
+  requestId: RequestId,
+  turnId: TurnId,
+): { request: DurableActiveRequestView; turn: DurableActiveTurnView } {
+  const request = requireActiveRequest(state, ctx, requestId);
+  const turn = request.activeTurn;
+  if (turn === null) reject(ctx, 'turn_lifecycle', `Request ${requestId} has no active Turn (event names ${turnId})`);
+  if (turn.turnId !== turnId) {
+    reject(ctx, 'correlation', `event names Turn ${turnId} but the active Turn is ${turn.turnId}`);
+  }
+  return { request, turn };
+}
+
+/** A state whose active Request is replaced. */
+export function withRequest(state: FoldState, request: DurableActiveRequestView | null): FoldState {
+  return { ...state, activeRequest: request };
+}
+
+/** A state whose active Turn (of the active Request) is replaced. */
+export function withTurn(state: FoldState, request: DurableActiveRequestView, turn: DurableActiveTurnView): FoldState {
+  return withRequest(state, seal({ ...request, activeTurn: turn }));
+}
+
+/** A state whose tool attempt `tool` (of the active Turn) is replaced. */
+export function withTool(
+  state: FoldState,
+  request: DurableActiveRequestView,
+  turn: DurableActiveTurnView,
+  tool: DurableToolAttemptView,
+): FoldState {
+  return withTurn(state, request, seal({ ...turn, toolAttempts: withEntry(turn.toolAttempts, tool.toolAttemptId, tool) }));
+}

@@ -1,0 +1,87 @@
+/**
+ * A copy-on-write set of strings whose `fork()` costs O(log n), not O(n).
+ *
+ * The projector must remember every ID a session ever used (event IDs for causation checks,
+ * Request/Turn/Tool/... IDs for reuse checks), and the journal forks the projector on every
+ * commit to preview a batch. Copying a `Set` per fork would make a long session quadratic, so:
+ * 1. keys are added to a small private `top` set owned by one instance;
+ * 2. `fork()` seals `top` into an immutable layer that both instances then share, and each
+ *    instance continues with a fresh private `top`; sealed layers are never mutated again;
+ * 3. after sealing, adjacent layers are merged (into a new set) while the older one is less than
+ *    twice the size of the newer one, so sizes shrink geometrically: at most O(log n) layers,
+ *    and each key is copied O(log n) times over the set's life (amortised);
+ * 4. `has` checks `top`, then the layers.
+ *
+ * Memory: one string per key for the set's lifetime (shared by all forks).
+ */
+
+/** Keys stay in `top` until this many accumulate, then they are sealed into a layer. */
+const TOP_SEAL_THRESHOLD = 256;
+
+/** A copy-on-write string set with cheap forks. */
+export class PersistentKeySet {
+  private layers: ReadonlySet<string>[];
+  private top: Set<string>;
+
+  private constructor(layers: ReadonlySet<string>[]) {
+    this.layers = layers;
+    this.top = new Set();
+  }
+
+  /** An empty set. */
+  static empty(): PersistentKeySet {
+    return new PersistentKeySet([]);
+  }
+
+  /** Number of keys. */
+  get size(): number {
+    let total = this.top.size;
+    for (const layer of this.layers) total += layer.size;
+    return total;
+  }
+
+  /** Number of sealed layers (exposed for tests of the O(log n) bound). */
+  get layerCount(): number {
+    return this.layers.length;
+  }
+
+  has(key: string): boolean {
+    if (this.top.has(key)) return true;
+    for (let index = this.layers.length - 1; index >= 0; index--) {
+      // SAFETY: index is within bounds.
+      if ((this.layers[index] as ReadonlySet<string>).has(key)) return true;
+    }
+    return false;
+  }
+
+  /** Adds `key`; returns false when it was already present. */
+  add(key: string): boolean {
+    if (this.has(key)) return false;
+    this.top.add(key);
+    if (this.top.size >= TOP_SEAL_THRESHOLD) this.seal();
+    return true;
+  }
+
+  /** An independent copy: later adds on either side are invisible to the other. */
+  fork(): PersistentKeySet {
+    this.seal();
+    return new PersistentKeySet(this.layers.slice());
+  }
+
+  private seal(): void {
+    if (this.top.size === 0) return;
+    this.layers.push(this.top);
+    this.top = new Set();
+    for (;;) {
+      const count = this.layers.length;
+      if (count < 2) return;
+      const older = this.layers[count - 2] as ReadonlySet<string>;
+      const newer = this.layers[count - 1] as ReadonlySet<string>;
+      if (older.size >= 2 * newer.size) return;
+      // A new set: the old layers may be shared with forks and must stay untouched.
+      const merged = new Set(older);
+      for (const key of newer) merged.add(key);
+      this.layers.splice(count - 2, 2, merged);
+    }
+  }
+}
