@@ -1,0 +1,211 @@
+/**
+ * DurableObjectEventStore: the store contract for code running in a Worker with a SessionObject
+ * namespace binding.
+ *
+ * 1. Each call addresses the session's object: `namespace.get(namespace.idFromName(sessionId))`.
+ * 2. It calls the matching RPC method, which answers with an `RpcResult` envelope.
+ * 3. The envelope is unwrapped; a failure is rethrown as the original error class and code. A
+ *    failed RPC transport is `DURABLE_EVENT_WRITE_FAILED` for an append (outcome unknown) and
+ *    `DURABLE_EVENT_UNAVAILABLE` otherwise.
+ * An `AbortSignal` cannot cross RPC: an aborted signal stops the call before it is sent, and an
+ * abort while the call runs rejects at once (the object may still complete it; as with any
+ * uncertain outcome, read the head before retrying an append).
+ */
+import { abortReason, throwIfAborted } from '../../core/abort.js';
+import { checkSessionId } from '../../core/log-engine.js';
+import type {
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
+} from '../../core/store.js';
+import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
+import type { DurableEventDraft } from '../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
+
+/**
+ * The part of `DurableObjectNamespace<SessionObject>` this store uses, kept structural so that
+ * `src/` needs no Workers types. `get` is declared loosely: checking the Workers RPC stub type of
+ * SessionObject against a precise shape exceeds the compiler's instantiation depth (TS2589).
+ */
+export interface SessionObjectNamespaceLike {
+  idFromName(name: string): unknown;
+  get(id: never): object;
+}
+
+/**
+ * The SessionObject of `sessionId`, typed as {@link SessionObjectRpc}. Prefer this over calling
+ * methods on `namespace.get(...)` directly: the Workers stub type of these methods is too deep for
+ * the compiler (TS2589). Results are envelopes; pass them to `unwrapRpcResult`.
+ *
+ * @example
+ * const result = unwrapRpcResult<DurableReadResult>(await sessionObjectRpc(env.SESSIONS, sessionId).read(sessionId, {}));
+ */
+export function sessionObjectRpc(namespace: SessionObjectNamespaceLike, sessionId: string): SessionObjectRpc {
+  // SAFETY: `get` accepts exactly what `idFromName` of the same namespace returns, and the
+  // namespace is a SessionObject binding, whose stubs expose the SessionObjectRpc methods (each
+  // call returns an awaitable of the envelope).
+  return namespace.get(namespace.idFromName(sessionId) as never) as SessionObjectRpc;
+}
+
+/**
+ * {@link DurableEventStore} and {@link DurableExecutionLeaseStore} over a SessionObject namespace.
+ *
+ * @example
+ * export default {
+ *   async fetch(request: Request, env: { SESSIONS: DurableObjectNamespace<SessionObject> }) {
+ *     const store = new DurableObjectEventStore(env.SESSIONS);
+ *     const journal = await DurableSessionJournal.open(store, SessionId('session-1'));
+ *     // ...
+ *   },
+ * };
+ */
+export class DurableObjectEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+  readonly #namespace: SessionObjectNamespaceLike;
+
+  constructor(namespace: SessionObjectNamespaceLike) {
+    this.#namespace = namespace;
+  }
+
+  async #call<T>(
+    signal: AbortSignal | undefined,
+    sessionId: SessionId,
+    invoke: (stub: SessionObjectRpc, id: SessionId) => Promise<unknown>,
+    transportFailure: TransportFailureCode = 'DURABLE_EVENT_UNAVAILABLE',
+  ): Promise<T> {
+    throwIfAborted(signal);
+    const id = checkSessionId(sessionId);
+    const pending = invokeSafely(() => invoke(sessionObjectRpc(this.#namespace, id), id), transportFailure);
+    if (signal === undefined) return unwrapRpcResult<T>(await pending);
+    let detach: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      const onAbort = (): void => reject(abortReason(signal));
+      signal.addEventListener('abort', onAbort, { once: true });
+      detach = () => signal.removeEventListener('abort', onAbort);
+    });
+    // A late settlement of the RPC after an abort must not surface as an unhandled rejection.
+    pending.catch(() => undefined);
+    try {
+      return unwrapRpcResult<T>(await Promise.race([pending, aborted]));
+    } finally {
+      detach?.();
+    }
+  }
+
+  append(
+    sessionId: SessionId,
+    drafts: readonly DurableEventDraft[],
+    options?: DurableAppendOptions,
+  ): Promise<DurableAppendResult> {
+    const rpcOptions = {
+      ...(options?.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence }),
+      ...(options?.executionFence === undefined ? {} : { executionFence: plainFence(options.executionFence) }),
+    };
+    return this.#call(
+      options?.signal,
+      sessionId,
+      (stub, id) => stub.append(id, drafts, rpcOptions),
+      'DURABLE_EVENT_WRITE_FAILED',
+    );
+  }
+
+  read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
+    const rpcOptions = {
+      ...(options?.after === undefined ? {} : { after: options.after }),
+      ...(options?.limit === undefined ? {} : { limit: options.limit }),
+    };
+    return this.#call(options?.signal, sessionId, (stub, id) => stub.read(id, rpcOptions));
+  }
+
+  getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
+    return this.#call(options?.signal, sessionId, (stub, id) => stub.getHeadSequence(id));
+  }
+
+  /**
+   * Waits (server-side long poll, at most 30 s per call) until the head passes `after`; returns
+   * the head then, or the unchanged head when `waitMs` elapsed.
+   */
+  waitForEvents(
+    sessionId: SessionId,
+    after: EventSequence | null,
+    waitMs: number,
+    options?: DurableStoreCallOptions,
+  ): Promise<{ headSequence: EventSequence | null }> {
+    return this.#call(options?.signal, sessionId, (stub, id) => stub.waitForEvents(id, after, waitMs));
+  }
+
+  acquireExecutionLease(sessionId: SessionId, options: DurableLeaseAcquireOptions): Promise<DurableExecutionLeaseRecord> {
+    const request = { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs };
+    return this.#call(options.signal, sessionId, (stub, id) => stub.acquireExecutionLease(id, request));
+  }
+
+  renewExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableLeaseRenewOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    return this.#call(options.signal, sessionId, (stub, id) =>
+      stub.renewExecutionLease(id, plainFence(fence), { ttlMs: options.ttlMs }),
+    );
+  }
+
+  async releaseExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    await this.#call<null>(options?.signal, sessionId, (stub, id) => stub.releaseExecutionLease(id, plainFence(fence)));
+  }
+
+  async assertExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    await this.#call<null>(options?.signal, sessionId, (stub, id) => stub.assertExecutionLease(id, plainFence(fence)));
+  }
+
+  inspectExecutionLease(
+    sessionId: SessionId,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurableExecutionLeaseRecord | null> {
+    return this.#call(options?.signal, sessionId, (stub, id) => stub.inspectExecutionLease(id));
+  }
+
+  requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
+    return this.#call(options?.signal, sessionId, (stub, id) => stub.requiresExecutionLease(id));
+  }
+}
+
+/** What a failed RPC transport becomes: an append's outcome is unknown, anything else unavailable. */
+type TransportFailureCode = 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_UNAVAILABLE';
+
+/**
+ * Runs an RPC call; a transport failure (the object was reset, the call could not be delivered
+ * or its arguments could not be serialized) becomes `code`. For an append that is
+ * `DURABLE_EVENT_WRITE_FAILED`: the batch may or may not have committed, and a journal reconciles
+ * by reading.
+ */
+async function invokeSafely(invoke: () => Promise<unknown>, code: TransportFailureCode): Promise<unknown> {
+  try {
+    return await invoke();
+  } catch (error) {
+    if (isDurableError(error)) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new DurableEventStoreError(code, `session object call failed: ${message}`, { cause: error });
+  }
+}
+
+/** Only the three fence fields cross RPC (a caller's object may carry more, e.g. methods). */
+function plainFence(fence: DurableExecutionFence): DurableExecutionFence {
+  if (typeof fence !== 'object' || fence === null) return fence;
+  return { leaseId: fence.leaseId, ownerId: fence.ownerId, fencingToken: fence.fencingToken };
+}

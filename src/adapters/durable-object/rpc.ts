@@ -1,0 +1,130 @@
+/**
+ * The SessionObject's RPC surface, runtime-neutral (no `cloudflare:*` imports).
+ *
+ * Errors thrown inside a Durable Object lose their class and fields on the way through RPC, so
+ * every method returns an {@link RpcResult} envelope instead of throwing: `{ ok: true, value }` or
+ * `{ ok: false, error }` with the error's JSON form. Callers turn it back into the same error class
+ * with {@link unwrapRpcResult} (which uses `durableErrorFromJson`). The Worker routes and
+ * `DurableObjectEventStore` both program against {@link SessionObjectRpc}.
+ */
+import type {
+  DurableAppendResult,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableReadResult,
+} from '../../core/store.js';
+import {
+  DurableError,
+  DurableEventStoreError,
+  durableErrorFromJson,
+  type DurableErrorJson,
+} from '../../protocol/errors.js';
+import type { DurableEventDraft } from '../../protocol/events.js';
+import type { EventSequence, WorkerId } from '../../protocol/ids.js';
+
+/** Outcome of one RPC call: a value, or a domain error in its wire form. */
+export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: DurableErrorJson };
+
+/** Append options that cross RPC (an `AbortSignal` cannot). */
+export interface RpcAppendOptions {
+  expectedLastSequence?: EventSequence | null | undefined;
+  executionFence?: DurableExecutionFence | undefined;
+}
+
+/** Read options that cross RPC. */
+export interface RpcReadOptions {
+  after?: EventSequence | undefined;
+  limit?: number | undefined;
+}
+
+/** Lease acquisition options that cross RPC. */
+export interface RpcLeaseAcquireOptions {
+  ownerId: WorkerId;
+  leaseId: string;
+  ttlMs: number;
+}
+
+/** Result of {@link SessionObjectRpc.waitForEvents}. */
+export interface RpcWaitResult {
+  /** Head when the wait ended (an event after `after` exists iff `headSequence > after`). */
+  headSequence: EventSequence | null;
+}
+
+/** Longest `waitMs` the object accepts for one long poll. */
+export const MAX_WAIT_FOR_EVENTS_MS = 30_000;
+
+/**
+ * The typed RPC methods of the per-session Durable Object. Every method names the session it
+ * means; the object serves exactly one session and refuses any other with
+ * `DURABLE_EVENT_INVALID_INPUT`.
+ */
+export interface SessionObjectRpc {
+  append(
+    sessionId: string,
+    drafts: readonly DurableEventDraft[],
+    options?: RpcAppendOptions,
+  ): Promise<RpcResult<DurableAppendResult>>;
+  read(sessionId: string, options?: RpcReadOptions): Promise<RpcResult<DurableReadResult>>;
+  getHeadSequence(sessionId: string): Promise<RpcResult<EventSequence | null>>;
+  /**
+   * Long poll: resolves as soon as the head is past `after` (`null`: as soon as any event exists),
+   * or after `waitMs` (0..{@link MAX_WAIT_FOR_EVENTS_MS}) with the unchanged head.
+   */
+  waitForEvents(sessionId: string, after: number | null, waitMs: number): Promise<RpcResult<RpcWaitResult>>;
+  acquireExecutionLease(sessionId: string, options: RpcLeaseAcquireOptions): Promise<RpcResult<DurableExecutionLeaseRecord>>;
+  renewExecutionLease(
+    sessionId: string,
+    fence: DurableExecutionFence,
+    options: { ttlMs: number },
+  ): Promise<RpcResult<DurableExecutionLeaseRecord>>;
+  releaseExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>>;
+  assertExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>>;
+  inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>>;
+  requiresExecutionLease(sessionId: string): Promise<RpcResult<boolean>>;
+}
+
+/** A success envelope. */
+export function rpcOk<T>(value: T): RpcResult<T> {
+  return { ok: true, value };
+}
+
+/**
+ * A failure envelope. A domain error keeps its code, message and details; anything else (a bug
+ * or a runtime failure) becomes `DURABLE_EVENT_UNAVAILABLE` so the caller still gets a classified
+ * error.
+ */
+export function rpcFailure(error: unknown): { ok: false; error: DurableErrorJson } {
+  if (error instanceof DurableError) return { ok: false, error: error.toJSON() };
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    ok: false,
+    error: new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `session object failed: ${message}`).toJSON(),
+  };
+}
+
+/** Runs `fn` and wraps its outcome (value or thrown error) in an envelope. */
+export async function toRpcResult<T>(fn: () => T | Promise<T>): Promise<RpcResult<T>> {
+  try {
+    return rpcOk(await fn());
+  } catch (error) {
+    return rpcFailure(error);
+  }
+}
+
+/**
+ * Returns the value of an envelope, or throws the error it carries rebuilt as its original class.
+ * Anything that is not an envelope throws `DURABLE_EVENT_UNAVAILABLE`.
+ */
+export function unwrapRpcResult<T>(result: unknown): T {
+  if (typeof result === 'object' && result !== null) {
+    const envelope = result as { ok?: unknown; value?: unknown; error?: unknown };
+    if (envelope.ok === true && 'value' in envelope) {
+      // SAFETY: the envelope comes from a SessionObject method whose result type is T.
+      return envelope.value as T;
+    }
+    if (envelope.ok === false && typeof envelope.error === 'object' && envelope.error !== null) {
+      throw durableErrorFromJson(envelope.error as DurableErrorJson);
+    }
+  }
+  throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object returned a malformed RPC result');
+}

@@ -1,0 +1,8 @@
+/**
+ * The SQL backend: one store implementation over any synchronous SQLite driver
+ * (a Durable Object's `ctx.storage.sql`, better-sqlite3, ...).
+ */
+export type { SqlDriver, SqlValue } from './driver.js';
+export { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion } from './schema.js';
+export { SqlLedger, type SqlCommit, type SqlLedgerOptions, type SqlStoreTestHooks } from './sql-ledger.js';
+export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './sql-store.js';

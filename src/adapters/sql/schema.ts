@@ -1,0 +1,94 @@
+/**
+ * The versioned SQL schema shared by the Durable Object and better-sqlite3.
+ *
+ * 1. One row in `schema_version` records how far the database has been migrated.
+ * 2. Opening a store reads that row; when it equals {@link SQL_SCHEMA_VERSION} no DDL runs at all.
+ * 3. When the database is behind, every missing migration runs, and the version row is updated,
+ *    inside ONE transaction: a crash mid-migration leaves the previous version intact.
+ * 4. A database written by a newer release (version ahead of this code) is refused rather than
+ *    guessed at.
+ *
+ * Tables are snake_case at rest; `sql-store.ts` maps rows to the camelCase API shapes. Later
+ * features (timers, durability records) add a migration to the end of {@link SQL_MIGRATIONS};
+ * a released migration is never edited.
+ */
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import type { SqlDriver } from './driver.js';
+
+/**
+ * Migrations in order: entry `i` moves the schema from version `i` to `i + 1`.
+ * Each entry is a list of single statements.
+ */
+export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
+  [
+    `CREATE TABLE IF NOT EXISTS schema_version (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      version INTEGER NOT NULL
+    )`,
+    // One row per event. `body` is the whole envelope as JSON; the other columns are copies
+    // used for ordering, lookups and integrity checks on read.
+    `CREATE TABLE IF NOT EXISTS events (
+      session_id TEXT NOT NULL,
+      sequence INTEGER NOT NULL CHECK (sequence >= 1),
+      event_id TEXT NOT NULL UNIQUE,
+      type TEXT NOT NULL,
+      command_id TEXT,
+      body TEXT NOT NULL,
+      PRIMARY KEY (session_id, sequence)
+    )`,
+    // Execution lease state per session, as JSON (see `LeaseState` in the log engine).
+    `CREATE TABLE IF NOT EXISTS leases (
+      session_id TEXT PRIMARY KEY,
+      state TEXT NOT NULL
+    )`,
+    // Small key/value facts about the database itself (e.g. the session a Durable Object serves).
+    `CREATE TABLE IF NOT EXISTS ledger_meta (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL
+    )`,
+  ],
+];
+
+/** The schema version this code reads and writes. */
+export const SQL_SCHEMA_VERSION = SQL_MIGRATIONS.length;
+
+/** Version recorded in the database, or 0 for a database without the version table. */
+export function readSchemaVersion(driver: SqlDriver): number {
+  const table = driver.query<{ name: string }>(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+  );
+  if (table.length === 0) return 0;
+  const rows = driver.query<{ version: number }>('SELECT version FROM schema_version WHERE id = 1');
+  const version = rows[0]?.version ?? 0;
+  if (!Number.isSafeInteger(version) || version < 0) {
+    throw new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', `schema_version holds ${String(version)}`);
+  }
+  return version;
+}
+
+/**
+ * Brings the database to {@link SQL_SCHEMA_VERSION}. Returns the number of migrations applied
+ * (0 when it was already current, in which case no DDL ran).
+ */
+export function migrateSqlSchema(driver: SqlDriver): number {
+  if (readSchemaVersion(driver) === SQL_SCHEMA_VERSION) return 0;
+  return driver.transaction(() => {
+    // Re-read under the write lock: another connection may have migrated meanwhile.
+    const from = readSchemaVersion(driver);
+    if (from > SQL_SCHEMA_VERSION) {
+      throw new DurableEventStoreError(
+        'DURABLE_EVENT_UNAVAILABLE',
+        `the database has schema version ${from}; this release understands up to ${SQL_SCHEMA_VERSION}`,
+        { details: { found: from, supported: SQL_SCHEMA_VERSION } },
+      );
+    }
+    for (const migration of SQL_MIGRATIONS.slice(from)) {
+      for (const statement of migration) driver.exec(statement);
+    }
+    driver.exec(
+      'INSERT INTO schema_version (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version',
+      SQL_SCHEMA_VERSION,
+    );
+    return SQL_SCHEMA_VERSION - from;
+  });
+}

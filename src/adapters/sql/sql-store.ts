@@ -1,0 +1,159 @@
+/**
+ * SqlDurableEventStore: the async store contract over the synchronous {@link SqlLedger}.
+ *
+ * Each method checks the caller's signal, then runs one synchronous ledger call (one SQL
+ * transaction for a mutation), so an aborted signal never starts a mutation and a started one is
+ * never torn by an abort. `watch` listeners hear of an append only after its transaction
+ * committed, on a later microtask, so a slow listener cannot hold the write.
+ *
+ * Durability is the driver's: on better-sqlite3 (see `SqliteDurableEventStore`) a commit returns
+ * after SQLite's WAL fsync; in a Durable Object, the runtime's output gate holds every reply until
+ * the write is durable.
+ */
+import { throwIfAborted } from '../../core/abort.js';
+import { checkSessionId } from '../../core/log-engine.js';
+import type {
+  DurableAppendListener,
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
+} from '../../core/store.js';
+import type { DurableEventDraft } from '../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import type { SqlDriver } from './driver.js';
+import { SqlLedger, type SqlCommit, type SqlLedgerOptions } from './sql-ledger.js';
+
+/** Options of {@link SqlDurableEventStore}. */
+export type SqlDurableEventStoreOptions = SqlLedgerOptions;
+
+/**
+ * A {@link DurableEventStore} and {@link DurableExecutionLeaseStore} over any synchronous SQLite
+ * driver. One store object per connection: the connection is its single writer.
+ *
+ * @example
+ * const store = new SqlDurableEventStore(driver);
+ * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
+ */
+export class SqlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+  /** The synchronous core, for code that runs next to the database. */
+  readonly ledger: SqlLedger;
+  readonly #watchers = new Map<string, Set<DurableAppendListener>>();
+
+  constructor(driver: SqlDriver, options: SqlDurableEventStoreOptions = {}) {
+    this.ledger = new SqlLedger(driver, options);
+    this.ledger.onCommit((commit) => this.#dispatch(commit));
+  }
+
+  /** Tells this store's watchers about appends another party committed on the same database. */
+  protected notifyWatchers(sessionId: SessionId, lastSequence: EventSequence): void {
+    const listeners = this.#watchers.get(sessionId);
+    if (listeners === undefined) return;
+    const notice = { sessionId, lastSequence };
+    for (const listener of [...listeners]) queueMicrotask(() => listener(notice));
+  }
+
+  /** Sessions that currently have at least one watcher. */
+  protected watchedSessions(): SessionId[] {
+    // SAFETY: keys are only ever inserted by `watch`, after `checkSessionId`.
+    return [...this.#watchers.keys()] as SessionId[];
+  }
+
+  #dispatch(commit: SqlCommit): void {
+    this.notifyWatchers(commit.sessionId, commit.result.lastSequence);
+  }
+
+  async append(
+    sessionId: SessionId,
+    drafts: readonly DurableEventDraft[],
+    options?: DurableAppendOptions,
+  ): Promise<DurableAppendResult> {
+    throwIfAborted(options?.signal);
+    return this.ledger.append(sessionId, drafts, options);
+  }
+
+  async read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
+    throwIfAborted(options?.signal);
+    return this.ledger.read(sessionId, options);
+  }
+
+  async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
+    throwIfAborted(options?.signal);
+    return this.ledger.getHeadSequence(sessionId);
+  }
+
+  watch(sessionId: SessionId, listener: DurableAppendListener): () => void {
+    const id = checkSessionId(sessionId);
+    let listeners = this.#watchers.get(id);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#watchers.set(id, listeners);
+    }
+    listeners.add(listener);
+    this.watchersChanged();
+    return () => {
+      const current = this.#watchers.get(id);
+      if (current === undefined || !current.delete(listener)) return;
+      if (current.size === 0) this.#watchers.delete(id);
+      this.watchersChanged();
+    };
+  }
+
+  /** Hook for subclasses that poll for foreign appends only while someone watches. */
+  protected watchersChanged(): void {}
+
+  async acquireExecutionLease(
+    sessionId: SessionId,
+    options: DurableLeaseAcquireOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    return this.ledger.acquireExecutionLease(sessionId, options);
+  }
+
+  async renewExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableLeaseRenewOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    return this.ledger.renewExecutionLease(sessionId, fence, options.ttlMs);
+  }
+
+  async releaseExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    this.ledger.releaseExecutionLease(sessionId, fence);
+  }
+
+  async assertExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    this.ledger.assertExecutionLease(sessionId, fence);
+  }
+
+  async inspectExecutionLease(
+    sessionId: SessionId,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurableExecutionLeaseRecord | null> {
+    throwIfAborted(options?.signal);
+    return this.ledger.inspectExecutionLease(sessionId);
+  }
+
+  async requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
+    throwIfAborted(options?.signal);
+    return this.ledger.requiresExecutionLease(sessionId);
+  }
+}

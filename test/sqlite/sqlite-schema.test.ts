@@ -1,0 +1,101 @@
+/**
+ * The versioned SQL schema on a real SQLite file: created once, DDL skipped when current,
+ * migrated atomically, and a newer schema refused.
+ */
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlite3-driver.js';
+import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
+import type { SqlDriver, SqlValue } from '../../src/adapters/sql/driver.js';
+import { SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion } from '../../src/adapters/sql/schema.js';
+import { SessionId } from '../../src/protocol/ids.js';
+import { tempDir } from './helpers.js';
+
+/** A real driver that records every statement and can fail the n-th `exec`. */
+class RecordingDriver implements SqlDriver {
+  readonly statements: string[] = [];
+  failAtExec: number | undefined;
+  #execs = 0;
+  constructor(readonly inner: SqlDriver) {}
+  exec(sql: string, ...params: SqlValue[]): void {
+    this.statements.push(sql);
+    this.#execs += 1;
+    if (this.#execs === this.failAtExec) throw new Error('injected failure');
+    this.inner.exec(sql, ...params);
+  }
+  query<T>(sql: string, ...params: SqlValue[]): T[] {
+    this.statements.push(sql);
+    return this.inner.query<T>(sql, ...params);
+  }
+  transaction<T>(fn: () => T): T {
+    return this.inner.transaction(fn);
+  }
+}
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length > 0) cleanups.pop()?.();
+});
+
+function openRaw(): { db: Database.Database; driver: RecordingDriver; file: string } {
+  const tmp = tempDir();
+  const file = tmp.file('ledger.db');
+  const db = new Database(file);
+  cleanups.push(tmp.cleanup, () => db.close());
+  return { db, driver: new RecordingDriver(new BetterSqlite3Driver(db)), file };
+}
+
+function tables(db: Database.Database): string[] {
+  const rows = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{
+    name: string;
+  }>;
+  return rows.map((row) => row.name);
+}
+
+describe('SQL schema migration', () => {
+  it('creates every table and records the current version on a new database', () => {
+    const { db, driver } = openRaw();
+    expect(readSchemaVersion(driver)).toBe(0);
+    expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION);
+    expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
+    expect(tables(db)).toEqual(['events', 'leases', 'ledger_meta', 'schema_version']);
+  });
+
+  it('is idempotent and runs no DDL when the database is current', () => {
+    const { driver } = openRaw();
+    migrateSqlSchema(driver);
+    driver.statements.length = 0;
+    expect(migrateSqlSchema(driver)).toBe(0);
+    expect(migrateSqlSchema(driver)).toBe(0);
+    expect(driver.statements.some((sql) => /^\s*(CREATE|ALTER|DROP|INSERT|UPDATE)/i.test(sql))).toBe(false);
+  });
+
+  it('keeps the data when a store is reopened on a migrated file', async () => {
+    const { file } = openRaw();
+    const sessionId = SessionId('schema-reopen');
+    const first = new SqliteDurableEventStore(file);
+    await first.append(sessionId, [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
+    first.close();
+    const second = new SqliteDurableEventStore(file);
+    cleanups.push(() => second.close());
+    expect(await second.getHeadSequence(sessionId)).toBe(1);
+  });
+
+  it('migrates in one transaction: a failure half-way leaves the old version and no tables', () => {
+    const { db, driver } = openRaw();
+    driver.failAtExec = 2;
+    expect(() => migrateSqlSchema(driver)).toThrow('injected failure');
+    expect(readSchemaVersion(driver)).toBe(0);
+    expect(tables(db)).toEqual([]);
+    driver.failAtExec = undefined;
+    expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION);
+  });
+
+  it('refuses a database migrated by a newer release', () => {
+    const { db, driver, file } = openRaw();
+    migrateSqlSchema(driver);
+    db.prepare('UPDATE schema_version SET version = ?').run(SQL_SCHEMA_VERSION + 1);
+    expect(() => migrateSqlSchema(driver)).toThrow(expect.objectContaining({ code: 'DURABLE_EVENT_UNAVAILABLE' }));
+    expect(() => new SqliteDurableEventStore(file)).toThrow(expect.objectContaining({ code: 'DURABLE_EVENT_UNAVAILABLE' }));
+  });
+});
