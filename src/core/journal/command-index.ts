@@ -1,0 +1,71 @@
+/**
+ * Where each command of a session's log lives.
+ *
+ * The journal folds every loaded event into this index: `commandId -> { firstSequence,
+ * lastSequence, eventCount, contiguous }`. It keeps positions only, never event bodies, so its
+ * memory grows with the number of commands, not with the size of the log; the journal reads a
+ * command's events back from the store on the rare occasions it needs them (an idempotent
+ * replay, a reconciliation). A command is contiguous when all its events sit next to each
+ * other; an ID that appears again after another event breaks that and makes the ID conflicting.
+ */
+import type { DurableEventEnvelope } from '../../protocol/events.js';
+import type { CommandId, EventSequence } from '../../protocol/ids.js';
+
+/** Where one command's events are. */
+export interface CommandRange {
+  readonly commandId: CommandId;
+  readonly firstSequence: EventSequence;
+  readonly lastSequence: EventSequence;
+  /** Events carrying the command ID. */
+  readonly eventCount: number;
+  /** False once the ID appeared again after another event. */
+  readonly contiguous: boolean;
+}
+
+/** Positions of every command seen in a log, in log order. */
+export class CommandIndex {
+  readonly #ranges = new Map<string, CommandRange>();
+  #lastCommandId: string | undefined;
+  #lastSequence: EventSequence | null = null;
+
+  /** The range of `commandId`, if the log holds it. */
+  get(commandId: CommandId): CommandRange | undefined {
+    return this.#ranges.get(commandId);
+  }
+
+  /** Number of distinct commands. */
+  get size(): number {
+    return this.#ranges.size;
+  }
+
+  /** Folds the next events of the log (in sequence order, continuing the previous call). */
+  observe(events: readonly DurableEventEnvelope[]): void {
+    for (const event of events) {
+      const commandId = event.commandId;
+      const adjacent = this.#lastSequence !== null && event.sequence === this.#lastSequence + 1;
+      this.#lastSequence = event.sequence;
+      if (commandId === undefined) {
+        this.#lastCommandId = undefined;
+        continue;
+      }
+      const known = this.#ranges.get(commandId);
+      if (known === undefined) {
+        this.#ranges.set(commandId, {
+          commandId,
+          firstSequence: event.sequence,
+          lastSequence: event.sequence,
+          eventCount: 1,
+          contiguous: true,
+        });
+      } else {
+        this.#ranges.set(commandId, {
+          ...known,
+          lastSequence: event.sequence,
+          eventCount: known.eventCount + 1,
+          contiguous: known.contiguous && adjacent && this.#lastCommandId === commandId,
+        });
+      }
+      this.#lastCommandId = commandId;
+    }
+  }
+}
