@@ -1,0 +1,40 @@
+/**
+ * The recovery coordinator: constrained, idempotent, head-pinned repairs above the projector's
+ * recovery plan, and the continuation format of a rolled-over Turn.
+ */
+export { DurableSessionRecoveryCoordinator } from './coordinator.js';
+export {
+  DEFAULT_MAX_CONTINUATION_RESPONSE_BYTES,
+  MAX_CONTINUATION_RESPONSE_BYTES,
+  RECOVERY_CONTINUATION_KIND,
+  RECOVERY_CONTINUATION_VERSION,
+  parseRecoveryContinuation,
+  type DurableContinuationModelResponse,
+  type DurableContinuationTool,
+  type DurableContinuationToolStatus,
+  type DurableRecoveryContinuation,
+} from './continuation.js';
+export { DEFAULT_RECOVERY_REASON } from './outcomes.js';
+export { ROLLOVER_REASON } from './rollover.js';
+export type {
+  DurableModelOutcome,
+  DurableRecoveryCallOptions,
+  DurableRecoveryCommandInput,
+  DurableRecoveryCommandResult,
+  DurableRecoveryCommandStatus,
+  DurableRequestOutcome,
+  DurableRequestPreparation,
+  DurableResumableRequest,
+  DurableResumeDecision,
+  DurableSessionRecoveryCoordinatorOptions,
+  DurableStartToolAttemptResult,
+  DurableToolOutcome,
+  DurableTurnRecoveryResult,
+  PrepareRequestRecoveryInput,
+  PrepareTurnRecoveryInput,
+  ReconcileModelOutcomeInput,
+  ReconcileRequestOutcomeInput,
+  ReconcileToolOutcomeInput,
+  ResolvePermissionInput,
+  StartToolAttemptInput,
+} from './coordinator-types.js';
