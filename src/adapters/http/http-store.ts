@@ -1,0 +1,365 @@
+/**
+ * HttpDurableEventStore: the store contract over the Worker's HTTP API.
+ *
+ * How a call works:
+ * 1. Arguments are checked here with the same core validators every store uses (session id,
+ *    drafts, `expectedLastSequence`, read options), so a caller gets the same error codes as
+ *    locally, and values JSON cannot carry losslessly (NaN, -0, undefined) never leave the process.
+ * 2. One `fetch` per call, bounded by `timeoutMs` and the caller's `signal` (an aborted signal
+ *    rejects with its reason and never starts a request).
+ * 3. A 2xx body is the result. Anything else is problem+json, rebuilt into the same error class
+ *    and code (`errorFromProblemResponse`). A request that fails in transit has an unknown
+ *    outcome: an append reports `DURABLE_EVENT_WRITE_FAILED` (read the head before retrying, as
+ *    the journal does), a lease call `DURABLE_EXECUTION_LEASE_TIMEOUT` (retry with the same
+ *    `leaseId` to reconcile), and a deadline `DURABLE_EVENT_IO_TIMEOUT`.
+ * 4. `watch` (present only when a WebSocket constructor is available) opens one WebSocket
+ *    subscription per listener; see `websocket-watch.ts`.
+ * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
+ */
+import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
+import { checkExpectedLastSequence, checkSessionId, planRead, validateDraftBatch } from '../../core/log-engine.js';
+import type {
+  DurableAppendListener,
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
+} from '../../core/store.js';
+import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
+import type { DurableEventDraft } from '../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
+import { errorFromProblemResponse } from './problem.js';
+import { isRecord, leaseFailures, malformed, sessionSegment, storeFailures, type FailureKinds } from './request-helpers.js';
+import { WebSocketWatch, type WebSocketConstructorLike } from './websocket-watch.js';
+
+/** Default deadline of one HTTP call. */
+export const DEFAULT_HTTP_TIMEOUT_MS = 30_000;
+
+/** Options of {@link HttpDurableEventStore}. */
+export interface HttpDurableEventStoreOptions {
+  /** Where the Worker answers, e.g. `https://ledger.example.workers.dev` (a path prefix is kept). */
+  baseUrl: string | URL;
+  /** A fixed bearer token (admin or session token). */
+  token?: string;
+  /** Returns the bearer token before every request (for refreshing tokens). Wins over `token`. */
+  getToken?: () => string | Promise<string>;
+  /** `fetch` to use (default: the global one). */
+  fetch?: (input: string | URL, init?: RequestInit) => Promise<Response>;
+  /**
+   * WebSocket constructor for `watch` (default: `globalThis.WebSocket`). Node 20 has none: pass
+   * `WebSocket` from the `ws` package. Without any, `watch` is absent and subscriptions poll.
+   */
+  WebSocket?: WebSocketConstructorLike;
+  /** Deadline of one call, in ms (default {@link DEFAULT_HTTP_TIMEOUT_MS}). */
+  timeoutMs?: number;
+  /** Called with background errors of `watch` connections (they reconnect by themselves). */
+  onWatchError?: (error: unknown) => void;
+}
+
+interface RequestSpec {
+  method: 'GET' | 'POST';
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  signal: AbortSignal | undefined;
+  failures: FailureKinds;
+}
+
+/**
+ * The store contract ({@link DurableEventStore} + {@link DurableExecutionLeaseStore}) against an
+ * agent-ledger Worker. Journals, subscriptions, leases and the recovery coordinator run on it
+ * unchanged.
+ *
+ * @example
+ * import WebSocket from 'ws'; // Node 20 only; browsers and Workers have a global WebSocket
+ * const store = new HttpDurableEventStore({ baseUrl: 'https://ledger.example.com', token, WebSocket });
+ * const journal = await DurableSessionJournal.open(store, SessionId('session-1'));
+ */
+export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+  /** Push notifications over a WebSocket; absent when no WebSocket constructor is available. */
+  readonly watch?: (sessionId: SessionId, listener: DurableAppendListener) => () => void;
+
+  readonly #base: URL;
+  readonly #fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
+  readonly #getToken: () => string | Promise<string>;
+  readonly #timeoutMs: number;
+  /** Live watches by session, told directly about appends made through this object. */
+  readonly #watches = new Map<string, Set<WebSocketWatch>>();
+
+  constructor(options: HttpDurableEventStoreOptions) {
+    const base = new URL(String(options.baseUrl));
+    if (!base.pathname.endsWith('/')) base.pathname += '/';
+    base.search = '';
+    base.hash = '';
+    this.#base = base;
+    const globalFetch = globalThis.fetch;
+    this.#fetch = options.fetch ?? ((input, init) => globalFetch(input, init));
+    const { token, getToken } = options;
+    if (getToken === undefined && (token === undefined || token === '')) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'HttpDurableEventStore needs `token` or `getToken`');
+    }
+    this.#getToken = getToken ?? (() => token ?? '');
+    const timeoutMs = options.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_DURABLE_STORE_TIMEOUT_MS) {
+      throw new DurableEventStoreError(
+        'DURABLE_EVENT_INVALID_OPTIONS',
+        `timeoutMs must be an integer in 1..${MAX_DURABLE_STORE_TIMEOUT_MS}`,
+      );
+    }
+    this.#timeoutMs = timeoutMs;
+    const WebSocketClass =
+      options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructorLike }).WebSocket;
+    if (WebSocketClass !== undefined) {
+      this.watch = (sessionId, listener) => {
+        const id = checkSessionId(sessionId);
+        sessionSegment(id);
+        const watch = WebSocketWatch.start({
+          sessionId: id,
+          listener,
+          WebSocket: WebSocketClass,
+          getToken: this.#getToken,
+          subscribeUrl: (after) => this.#subscribeUrl(id, after),
+          readTail: (signal) => this.#readTail(id, signal),
+          ...(options.onWatchError === undefined ? {} : { onError: options.onWatchError }),
+        });
+        const set = this.#watches.get(id) ?? new Set<WebSocketWatch>();
+        set.add(watch);
+        this.#watches.set(id, set);
+        return () => {
+          watch.close();
+          set.delete(watch);
+          if (set.size === 0 && this.#watches.get(id) === set) this.#watches.delete(id);
+        };
+      };
+    }
+  }
+
+  async append(
+    sessionId: SessionId,
+    drafts: readonly DurableEventDraft[],
+    options: DurableAppendOptions = {},
+  ): Promise<DurableAppendResult> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    const events = validateDraftBatch(drafts);
+    const expected = checkExpectedLastSequence(options.expectedLastSequence);
+    const body: Record<string, unknown> = { events };
+    if (expected !== undefined) body['expectedLastSequence'] = expected;
+    if (options.executionFence !== undefined) body['executionFence'] = options.executionFence;
+    const result = await this.#request({
+      method: 'POST',
+      path: `v1/sessions/${segment}/events`,
+      body,
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_WRITE_FAILED', 'append'),
+    });
+    if (!isRecord(result) || !Array.isArray(result['events']) || typeof result['lastSequence'] !== 'number') {
+      throw new DurableEventStoreError('DURABLE_EVENT_WRITE_FAILED', 'append: unexpected answer; the outcome is unknown');
+    }
+    // SAFETY: shape checked above; the Worker sends the object's DurableAppendResult unchanged.
+    const appended = result as unknown as DurableAppendResult;
+    for (const watch of this.#watches.get(sessionId) ?? []) watch.observe(appended.lastSequence);
+    return appended;
+  }
+
+  async read(sessionId: SessionId, options: DurableReadOptions = {}): Promise<DurableReadResult> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    const plan = planRead(options);
+    const query: Record<string, string> = { limit: String(plan.limit) };
+    if (plan.after !== undefined) query['after'] = String(plan.after);
+    const result = await this.#request({
+      method: 'GET',
+      path: `v1/sessions/${segment}/events`,
+      query,
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'read'),
+    });
+    if (!isRecord(result) || !Array.isArray(result['events']) || typeof result['hasMore'] !== 'boolean') {
+      throw malformed('read');
+    }
+    // SAFETY: shape checked above; the Worker sends the object's DurableReadResult unchanged.
+    return result as unknown as DurableReadResult;
+  }
+
+  async getHeadSequence(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<EventSequence | null> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    const result = await this.#request({
+      method: 'GET',
+      path: `v1/sessions/${segment}/head`,
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'getHeadSequence'),
+    });
+    const head = isRecord(result) ? result['headSequence'] : undefined;
+    if (head !== null && typeof head !== 'number') throw malformed('getHeadSequence');
+    // SAFETY: a number from the Worker's head route is a stored sequence.
+    return head as EventSequence | null;
+  }
+
+  async acquireExecutionLease(
+    sessionId: SessionId,
+    options: DurableLeaseAcquireOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    const leaseId = typeof options.leaseId === 'string' ? options.leaseId : undefined;
+    return this.#leaseRecord(
+      await this.#request({
+        method: 'POST',
+        path: `v1/sessions/${segment}/lease/acquire`,
+        body: { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs },
+        signal: options.signal,
+        failures: leaseFailures('acquireExecutionLease', leaseId),
+      }),
+      'acquireExecutionLease',
+    );
+  }
+
+  async renewExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableLeaseRenewOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    return this.#leaseRecord(
+      await this.#request({
+        method: 'POST',
+        path: `v1/sessions/${segment}/lease/renew`,
+        body: { fence, ttlMs: options.ttlMs },
+        signal: options.signal,
+        failures: leaseFailures('renewExecutionLease', fence?.leaseId),
+      }),
+      'renewExecutionLease',
+    );
+  }
+
+  async releaseExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableStoreCallOptions = {},
+  ): Promise<void> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    await this.#request({
+      method: 'POST',
+      path: `v1/sessions/${segment}/lease/release`,
+      body: { fence },
+      signal: options.signal,
+      failures: leaseFailures('releaseExecutionLease', fence?.leaseId),
+    });
+  }
+
+  async assertExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableStoreCallOptions = {},
+  ): Promise<void> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    await this.#request({
+      method: 'POST',
+      path: `v1/sessions/${segment}/lease/assert`,
+      body: { fence },
+      signal: options.signal,
+      failures: leaseFailures('assertExecutionLease', fence?.leaseId),
+    });
+  }
+
+  async inspectExecutionLease(
+    sessionId: SessionId,
+    options: DurableStoreCallOptions = {},
+  ): Promise<DurableExecutionLeaseRecord | null> {
+    const state = await this.#leaseState(sessionId, options.signal, 'inspectExecutionLease');
+    return state.lease === null ? null : this.#leaseRecord(state.lease, 'inspectExecutionLease');
+  }
+
+  async requiresExecutionLease(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<boolean> {
+    return (await this.#leaseState(sessionId, options.signal, 'requiresExecutionLease')).requiresExecutionLease;
+  }
+
+  async #leaseState(
+    sessionId: SessionId,
+    signal: AbortSignal | undefined,
+    what: string,
+  ): Promise<{ lease: unknown; requiresExecutionLease: boolean }> {
+    const segment = sessionSegment(checkSessionId(sessionId));
+    const result = await this.#request({
+      method: 'GET',
+      path: `v1/sessions/${segment}/lease`,
+      signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', what),
+    });
+    if (!isRecord(result) || typeof result['requiresExecutionLease'] !== 'boolean' || !('lease' in result)) {
+      throw malformed(what);
+    }
+    return { lease: result['lease'], requiresExecutionLease: result['requiresExecutionLease'] };
+  }
+
+  #leaseRecord(value: unknown, what: string): DurableExecutionLeaseRecord {
+    if (!isRecord(value) || typeof value['fencingToken'] !== 'number' || typeof value['leaseId'] !== 'string') {
+      throw malformed(what);
+    }
+    // SAFETY: shape checked above; the Worker sends the object's lease record unchanged.
+    return value as unknown as DurableExecutionLeaseRecord;
+  }
+
+  #url(path: string, query?: Record<string, string>): URL {
+    const url = new URL(path, this.#base);
+    for (const [key, value] of Object.entries(query ?? {})) url.searchParams.set(key, value);
+    return url;
+  }
+
+  #subscribeUrl(sessionId: SessionId, after: string | undefined): URL {
+    const url = this.#url(`v1/sessions/${sessionSegment(sessionId)}/subscribe`, after === undefined ? {} : { after });
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    return url;
+  }
+
+  /** The last event of the session (for `watch` to subscribe from the head), or `null`. */
+  async #readTail(sessionId: SessionId, signal: AbortSignal): Promise<DurableReadResult['events'][number] | null> {
+    const head = await this.getHeadSequence(sessionId, { signal });
+    if (head === null) return null;
+    const page = await this.read(sessionId, {
+      ...(head > 1 ? { after: (head - 1) as EventSequence } : {}),
+      limit: 1,
+      signal,
+    });
+    return page.events[0] ?? null;
+  }
+
+  async #request(spec: RequestSpec): Promise<unknown> {
+    return withDeadline(
+      this.#timeoutMs,
+      spec.signal,
+      async (signal) => {
+        const token = await this.#getToken();
+        const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+        if (spec.body !== undefined) headers['content-type'] = 'application/json';
+        let response: Response;
+        try {
+          response = await this.#fetch(this.#url(spec.path, spec.query), {
+            method: spec.method,
+            headers,
+            ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
+            signal,
+          });
+        } catch (cause) {
+          if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+          throw spec.failures.transport(cause);
+        }
+        if (!response.ok) throw await errorFromProblemResponse(response);
+        try {
+          return (await response.json()) as unknown;
+        } catch (cause) {
+          if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+          if (isDurableError(cause)) throw cause;
+          throw spec.failures.transport(cause);
+        }
+      },
+      () => spec.failures.timeout(),
+    );
+  }
+}

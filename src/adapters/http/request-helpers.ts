@@ -1,0 +1,59 @@
+/**
+ * Helpers of `HttpDurableEventStore`: the errors a call reports when its outcome is unknown
+ * (transport failure, deadline), the session id as a URL path segment, and body shape checks.
+ */
+import { DurableEventStoreError, DurableExecutionLeaseTimeoutError, type DurableError } from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
+
+/** How a call reports the failures that leave its outcome unknown. */
+export interface FailureKinds {
+  transport(cause: unknown): DurableError;
+  timeout(): DurableError;
+}
+
+/** Failures of a store call: `transportCode` when the request fails in transit, IO_TIMEOUT at the deadline. */
+export function storeFailures(transportCode: 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_UNAVAILABLE', what: string): FailureKinds {
+  return {
+    transport: (cause) =>
+      new DurableEventStoreError(
+        transportCode,
+        transportCode === 'DURABLE_EVENT_WRITE_FAILED'
+          ? `${what}: the request failed in transit; the append may or may not have committed`
+          : `${what}: the ledger could not be reached`,
+        { cause },
+      ),
+    timeout: () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `${what}: no answer within the deadline`),
+  };
+}
+
+/** Failures of a lease call: both report a lease timeout carrying the `leaseId` (retry it to reconcile). */
+export function leaseFailures(what: string, leaseId: string | undefined): FailureKinds {
+  const make = (message: string, cause?: unknown): DurableExecutionLeaseTimeoutError =>
+    new DurableExecutionLeaseTimeoutError(`${what}: ${message}`, {
+      ...(cause === undefined ? {} : { cause }),
+      ...(leaseId === undefined ? {} : { leaseId }),
+    });
+  return {
+    transport: (cause) => make('the request failed in transit; the outcome is unknown', cause),
+    timeout: () => make('no answer within the deadline'),
+  };
+}
+
+/** The session id as one URL path segment; `.` and `..` cannot be one (URLs collapse them). */
+export function sessionSegment(sessionId: SessionId): string {
+  if (sessionId === '.' || sessionId === '..') {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_INVALID_INPUT',
+      `sessionId ${JSON.stringify(sessionId)} cannot be addressed over HTTP (URL dot segment)`,
+    );
+  }
+  return encodeURIComponent(sessionId);
+}
+
+export function malformed(what: string): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${what}: the ledger answered with an unexpected body`);
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
