@@ -2,165 +2,145 @@
  * DurableExecutionLease: a process-local handle on a session's execution lease.
  *
  * How it works:
- * 1. `acquire` asks the lease store for the lease (bounded by `storeTimeoutMs`). The store issues
- *    a fencing token; the handle exposes it as `fence`, which journal commits carry.
- * 2. A heartbeat timer renews the lease every `heartbeatIntervalMs`. Each lease call's deadline is
- *    capped to what is left of the local expiry window, so a slow store cannot keep a call alive
- *    past the moment the lease may already belong to someone else.
- * 3. A monotonic watchdog (`performance.now()`, immune to wall-clock jumps) fires at the local
- *    expiry — measured from when the last successful renewal was *sent* — and fails closed even
- *    if heartbeat timers were delayed (a paused event loop, a SIGSTOP).
- * 4. Any renewal or validation failure aborts `signal` with the error and stops the heartbeat;
- *    the handle never recovers. Work that must stop when ownership ends listens to `signal`.
- * 5. An acquisition that times out may have succeeded. The generated `leaseId` is exposed on the
- *    timeout error and remembered per (store, session, owner): an in-process retry reuses it, so
- *    the store reconciles the same acquisition instead of conflicting with itself.
+ * 1. `acquire` asks the lease store for the lease, bounded by `storeTimeoutMs`. The store issues a
+ *    fencing token (a takeover gets the previous token + 1); the handle exposes it as `fence`,
+ *    which journal commits and fenced appends carry. The store stays the authority: it rejects a
+ *    stale fence whatever this handle believes.
+ * 2. The local expiry window (see `local-expiry.ts`) starts when the acquisition or the last
+ *    successful renewal was *sent*, so it ends no later than the store's expiry.
+ * 3. A heartbeat renews the lease `heartbeatIntervalMs` after the last renewal was sent. Every
+ *    call made while the lease is held (renewal, assertion, the body of `withExecutionLease`) has
+ *    its deadline capped to what is left of the window: it cannot outlive the ownership it relies on.
+ * 4. A watchdog timer fails the handle when the window ends, and `signal`, `throwIfLost()` and
+ *    every call re-check the window on the clock first, so a delayed timer (blocked event loop,
+ *    SIGSTOP, host suspend) never lets a stale handle look valid.
+ * 5. Any renewal or validation failure aborts `signal` with the error and stops the timers; the
+ *    handle never recovers. Work that must stop when ownership ends listens to `signal`.
+ * 6. An acquisition that times out, is cancelled or fails with an I/O error may have succeeded.
+ *    Its `leaseId` is on the timeout error and remembered per (store, session, owner) (see
+ *    `pending-acquisitions.ts`): a retry reuses it and the store reconciles that acquisition.
+ * 7. Renewals, `withExecutionLease` bodies and `release` run one at a time, in call order.
  */
-import { DurableExecutionLeaseError, DurableExecutionLeaseTimeoutError, isDurableExecutionLeaseError } from '../../protocol/errors.js';
-import { type SessionId, type WorkerId } from '../../protocol/ids.js';
-import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
-import { DeadlineExceeded, throwIfAborted, withDeadline } from '../abort.js';
-import { checkLeaseTtl } from '../log-engine.js';
-import type {
-  DurableExecutionFence,
-  DurableExecutionLeaseRecord,
-  DurableExecutionLeaseStore,
-  DurableStoreCallOptions,
+import {
+  DurableExecutionLeaseTimeoutError,
+  isDurableExecutionLeaseError,
+  isDurableExecutionLeaseTimeoutError,
+} from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
+import { throwIfAborted, withDeadline } from '../abort.js';
+import {
+  isExecutionLeaseStore,
+  type DurableExecutionFence,
+  type DurableExecutionLeaseRecord,
+  type DurableExecutionLeaseStore,
+  type DurableStoreCallOptions,
 } from '../store.js';
+import { asLeaseTimeout, invalid, lost, timeoutError } from './lease-errors.js';
+import { leaseInstant, LocalExpiry, monotonicNow } from './local-expiry.js';
+import { resolveLeaseOptions, type DurableExecutionLeaseOptions, type ResolvedLeaseOptions } from './lease-options.js';
+import { forgetPendingLease, pendingLeaseId, rememberPendingLease } from './pending-acquisitions.js';
 
-/** Options of {@link DurableExecutionLease.acquire}. */
-export interface DurableExecutionLeaseOptions {
-  ownerId: WorkerId;
-  /** Lease lifetime granted by each acquisition or renewal. */
-  ttlMs: number;
-  /** Renewal period; must be shorter than `ttlMs` (default `ttlMs / 3`). */
-  heartbeatIntervalMs?: number;
-  /** Deadline of each lease store call (default 15 s); capped to the remaining expiry window. */
-  storeTimeoutMs?: number;
-  /** Reuse a known acquisition identity (e.g. from a `DurableExecutionLeaseTimeoutError` in another process). */
-  leaseId?: string;
-  /** Stops the acquisition attempt. */
-  signal?: AbortSignal;
-}
-
-interface PendingAcquisition {
-  leaseId: string;
-  /** Monotonic time after which the uncertain acquisition has certainly expired. */
-  uncertainUntil: number;
-}
-
-const pendingAcquisitions = new WeakMap<object, Map<string, PendingAcquisition>>();
-
-function pendingKey(sessionId: SessionId, ownerId: WorkerId): string {
-  return `${sessionId}\u0000${ownerId}`;
-}
-
-function monotonicNow(): number {
-  return performance.now();
-}
-
-function leaseError(code: 'DURABLE_EXECUTION_LEASE_LOST' | 'DURABLE_EXECUTION_LEASE_INVALID', message: string, cause?: unknown): DurableExecutionLeaseError {
-  return new DurableExecutionLeaseError(code, message, cause === undefined ? undefined : { cause });
-}
+/** A short persistence step run under the lease: it gets the fence and a signal bounded by the lease window. */
+export type DurableExecutionLeaseBody<T> = (fence: DurableExecutionFence, signal: AbortSignal) => Promise<T>;
 
 /**
- * A held execution lease with automatic heartbeats.
+ * A held execution lease with automatic heartbeats and a fail-closed local watchdog.
  *
  * @example
  * const lease = await DurableExecutionLease.acquire(store, sessionId, {
  *   ownerId: WorkerId('worker-a'), ttlMs: 30_000, heartbeatIntervalMs: 10_000, storeTimeoutMs: 15_000,
  * });
- * const journal = await DurableSessionJournal.open(store, sessionId, { executionLease: lease, executionLeaseStore: store });
- * // ... work, checking lease.signal before side effects ...
+ * const journal = await DurableSessionJournal.open(store, sessionId, {
+ *   executionLease: lease, executionLeaseStore: store, storeTimeoutMs: 15_000,
+ * });
+ * lease.throwIfLost(); // right before a side effect
  * await lease.release();
  */
 export class DurableExecutionLease {
+  /** The leased session. */
   readonly sessionId: SessionId;
   readonly #store: DurableExecutionLeaseStore;
-  readonly #ttlMs: number;
+  readonly #heartbeatIntervalMs: number;
   readonly #storeTimeoutMs: number;
+  readonly #expiry: LocalExpiry;
   readonly #controller = new AbortController();
   #record: DurableExecutionLeaseRecord;
-  #localExpiry: number;
-  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  #heartbeat: ReturnType<typeof setTimeout> | undefined;
   #watchdog: ReturnType<typeof setTimeout> | undefined;
   #released = false;
-  /** Serializes heartbeats, release and `withExecutionLease` bodies. */
+  /** Tail of the queue that runs renewals, `withExecutionLease` bodies and release one at a time. */
   #chain: Promise<unknown> = Promise.resolve();
 
   private constructor(
     store: DurableExecutionLeaseStore,
     sessionId: SessionId,
     record: DurableExecutionLeaseRecord,
-    sentAt: number,
-    ttlMs: number,
-    heartbeatIntervalMs: number,
-    storeTimeoutMs: number,
+    expiry: LocalExpiry,
+    sentAtMonotonicMs: number,
+    options: ResolvedLeaseOptions,
   ) {
     this.#store = store;
     this.sessionId = sessionId;
     this.#record = record;
-    this.#ttlMs = ttlMs;
-    this.#storeTimeoutMs = storeTimeoutMs;
-    this.#localExpiry = sentAt + ttlMs;
+    this.#expiry = expiry;
+    this.#heartbeatIntervalMs = options.heartbeatIntervalMs;
+    this.#storeTimeoutMs = options.storeTimeoutMs;
     this.#armWatchdog();
-    this.#heartbeat = setInterval(() => {
-      void this.#serialize(() => this.#renew()).catch(() => undefined);
-    }, heartbeatIntervalMs);
-    unref(this.#heartbeat);
+    this.#scheduleHeartbeat(sentAtMonotonicMs);
   }
 
-  /** Acquires the session's execution lease (takeover increments the fencing token). */
+  /**
+   * Acquires the session's execution lease. A takeover of an expired or released lease increments
+   * the fencing token.
+   *
+   * @throws DurableExecutionLeaseError `DURABLE_EXECUTION_LEASE_CONFLICT` while another worker's
+   *   lease is active; `DURABLE_EXECUTION_LEASE_INVALID` for bad options.
+   * @throws DurableExecutionLeaseTimeoutError when the store did not answer in time (or answered
+   *   after the TTL had passed); its `leaseId` lets a retry reconcile the acquisition.
+   */
   static async acquire(
     store: DurableExecutionLeaseStore,
     sessionId: SessionId,
     options: DurableExecutionLeaseOptions,
   ): Promise<DurableExecutionLease> {
-    const ttlMs = checkLeaseTtl(options.ttlMs);
-    const heartbeatIntervalMs = options.heartbeatIntervalMs ?? Math.max(1, Math.floor(ttlMs / 3));
-    if (!Number.isSafeInteger(heartbeatIntervalMs) || heartbeatIntervalMs < 1 || heartbeatIntervalMs >= ttlMs) {
-      throw leaseError('DURABLE_EXECUTION_LEASE_INVALID', 'heartbeatIntervalMs must be an integer in 1..ttlMs-1');
-    }
-    const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-    if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1 || storeTimeoutMs > MAX_DURABLE_STORE_TIMEOUT_MS) {
-      throw leaseError('DURABLE_EXECUTION_LEASE_INVALID', `storeTimeoutMs must be an integer in 1..${MAX_DURABLE_STORE_TIMEOUT_MS}`);
-    }
-    let pending = pendingAcquisitions.get(store);
-    if (pending === undefined) {
-      pending = new Map();
-      pendingAcquisitions.set(store, pending);
-    }
-    const key = pendingKey(sessionId, options.ownerId);
-    const remembered = pending.get(key);
-    const now = monotonicNow();
-    const leaseId =
-      options.leaseId ??
-      (remembered !== undefined && remembered.uncertainUntil > now ? remembered.leaseId : crypto.randomUUID());
-    const sentAt = monotonicNow();
+    if (!isExecutionLeaseStore(store)) throw invalid('the store does not implement DurableExecutionLeaseStore');
+    const o = resolveLeaseOptions(options);
+    const leaseId = o.leaseId ?? pendingLeaseId(store, sessionId, o.ownerId, monotonicNow()) ?? crypto.randomUUID();
+    throwIfAborted(o.signal);
+    const sent = leaseInstant();
+    const uncertain = (): void =>
+      rememberPendingLease(store, sessionId, o.ownerId, leaseId, sent.monotonicMs + o.storeTimeoutMs + o.ttlMs);
     let record: DurableExecutionLeaseRecord;
     try {
       record = await withDeadline(
-        storeTimeoutMs,
-        options.signal,
-        (signal) => store.acquireExecutionLease(sessionId, { ownerId: options.ownerId, leaseId, ttlMs, signal }),
-        () =>
-          new DurableExecutionLeaseTimeoutError(`lease acquisition did not finish within ${storeTimeoutMs} ms`, {
-            leaseId,
-          }),
+        o.storeTimeoutMs,
+        o.signal,
+        (signal) => store.acquireExecutionLease(sessionId, { ownerId: o.ownerId, leaseId, ttlMs: o.ttlMs, signal }),
+        () => timeoutError('acquisition', o.storeTimeoutMs, leaseId),
       );
     } catch (error) {
-      if (error instanceof DurableExecutionLeaseTimeoutError) {
-        pending.set(key, { leaseId, uncertainUntil: sentAt + storeTimeoutMs + ttlMs });
-      } else if (isDurableExecutionLeaseError(error)) {
-        pending.delete(key);
-      }
-      throw error;
+      // A lease decision (conflict, invalid) proves this attempt changed nothing; anything else may have.
+      if (!isDurableExecutionLeaseError(error)) uncertain();
+      throw asLeaseTimeout(error, 'acquisition', leaseId);
     }
-    pending.delete(key);
-    if (record.leaseId !== leaseId || record.ownerId !== options.ownerId) {
-      throw leaseError('DURABLE_EXECUTION_LEASE_INVALID', 'the store returned a lease record for another acquisition');
+    if (
+      record.sessionId !== sessionId ||
+      record.leaseId !== leaseId ||
+      record.ownerId !== o.ownerId ||
+      record.released
+    ) {
+      throw invalid('the store answered the acquisition with a record of another lease');
     }
-    return new DurableExecutionLease(store, sessionId, record, sentAt, ttlMs, heartbeatIntervalMs, storeTimeoutMs);
+    const expiry = new LocalExpiry(o.ttlMs, sent);
+    if (expiry.remainingMs() < 1) {
+      uncertain();
+      throw new DurableExecutionLeaseTimeoutError(
+        `lease acquisition took longer than its ${o.ttlMs} ms TTL; retry with the same leaseId to reconcile`,
+        { leaseId },
+      );
+    }
+    forgetPendingLease(store, sessionId, o.ownerId);
+    return new DurableExecutionLease(store, sessionId, record, expiry, sent.monotonicMs, o);
   }
 
   /** The fence journal commits and fenced appends carry. */
@@ -168,111 +148,170 @@ export class DurableExecutionLease {
     return { leaseId: this.#record.leaseId, ownerId: this.#record.ownerId, fencingToken: this.#record.fencingToken };
   }
 
-  /** Aborted (with the failure as reason) once ownership is lost, released, or cannot be confirmed. */
+  /**
+   * Aborted, with the failure as reason, once ownership is lost, released, or cannot be confirmed.
+   * Reading it re-checks the local window first, so it is current even when timers run late.
+   */
   get signal(): AbortSignal {
+    this.#checkExpiry();
     return this.#controller.signal;
   }
 
-  /** The last record the store returned. */
+  /** A copy of the last record the store returned. */
   get record(): DurableExecutionLeaseRecord {
     return { ...this.#record };
   }
 
-  /** Milliseconds left before the local (conservative) expiry; <= 0 once expired. */
+  /** Milliseconds left in the local expiry window; `0` once the handle is lost or released. */
   remainingMs(): number {
-    return this.#localExpiry - monotonicNow();
+    if (!this.#checkExpiry()) return 0;
+    return Math.max(0, this.#expiry.remainingMs());
   }
 
-  /** Throws when the handle is no longer valid locally (lost, released or locally expired). */
+  /** Throws the loss reason when the handle is no longer valid (lost, released or locally expired). No I/O. */
   throwIfLost(): void {
-    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
-    if (this.remainingMs() <= 0) {
-      this.#fail(leaseError('DURABLE_EXECUTION_LEASE_LOST', 'the lease expired locally before it could be renewed'));
-      throw this.#controller.signal.reason;
-    }
+    if (!this.#checkExpiry()) throw this.#controller.signal.reason;
   }
 
-  /** Confirms with the store that this lease is still current. Failure aborts `signal`. */
+  /**
+   * Confirms with the store that this lease is still the current one, within the lease window.
+   * Any failure except the caller's own cancellation aborts `signal`.
+   */
   async assert(options: DurableStoreCallOptions = {}): Promise<void> {
-    this.throwIfLost();
-    await this.#call('assert', (signal) => this.#store.assertExecutionLease(this.sessionId, this.fence, { signal }), options.signal, true);
+    await this.#activeCall(
+      'assertion',
+      (signal) => this.#store.assertExecutionLease(this.sessionId, this.fence, { signal }),
+      options.signal,
+    );
   }
 
-  /** Renews now (the heartbeat does this automatically). */
+  /** Renews now (the heartbeat does this on its own). Failure aborts `signal`. */
   async renew(): Promise<DurableExecutionLeaseRecord> {
     return this.#serialize(() => this.#renew());
   }
 
   /**
-   * Runs a short persistence step under this lease's ownership boundary: serialized with the
-   * heartbeat and release, after confirming ownership with the store. Do not hold it around long
-   * model or tool I/O.
+   * Runs a short persistence step under this lease's ownership boundary: after the renewals and
+   * steps queued before it, once the store confirms the lease, with a deadline capped to the lease
+   * window. `body`'s signal aborts at that deadline or when the lease is lost. A step that overruns
+   * fails with `DurableExecutionLeaseTimeoutError` and aborts the lease; a step that ends after the
+   * local window fails with `DURABLE_EXECUTION_LEASE_LOST`. Do not hold it around model or tool I/O.
    */
-  async withExecutionLease<T>(body: (fence: DurableExecutionFence, signal: AbortSignal) => Promise<T>): Promise<T> {
+  async withExecutionLease<T>(body: DurableExecutionLeaseBody<T>, options: DurableStoreCallOptions = {}): Promise<T> {
+    this.throwIfLost();
     return this.#serialize(async () => {
-      await this.#call('assert', (signal) => this.#store.assertExecutionLease(this.sessionId, this.fence, { signal }), undefined, true);
+      await this.#activeCall(
+        'assertion',
+        (signal) => this.#store.assertExecutionLease(this.sessionId, this.fence, { signal }),
+        options.signal,
+      );
+      const timeoutMs = this.#activeTimeoutMs('fenced operation');
+      const fence = this.fence;
+      // The body's signal aborts at the deadline, on the caller's cancellation, or on loss; the
+      // race itself ends only at the first two, so an overrun is reported as a timeout.
+      const bodyController = new AbortController();
+      const lease = this.#controller.signal;
+      const onLoss = (): void => bodyController.abort(lease.reason);
+      lease.addEventListener('abort', onLoss, { once: true });
+      let result: T;
+      try {
+        result = await withDeadline(
+          timeoutMs,
+          options.signal,
+          (signal) => {
+            signal.addEventListener('abort', () => bodyController.abort(signal.reason), { once: true });
+            return body(fence, bodyController.signal);
+          },
+          () => timeoutError('fenced operation', timeoutMs, fence.leaseId),
+        );
+      } catch (error) {
+        if (isDurableExecutionLeaseTimeoutError(error)) this.#fail(error);
+        throw error;
+      } finally {
+        lease.removeEventListener('abort', onLoss);
+      }
+      // The body returned, but if the window ended meanwhile its effects may postdate a takeover.
       this.throwIfLost();
-      return body(this.fence, this.signal);
+      return result;
     });
   }
 
-  /** Releases the lease so a successor can take over with the next token. Idempotent. */
+  /**
+   * Releases the lease so a successor can take over with the next token. Aborts `signal` first,
+   * after the steps queued before it, so no new side effect starts. Idempotent; a lease the store
+   * no longer considers ours counts as released. A timeout throws and may be retried.
+   */
   async release(options: DurableStoreCallOptions = {}): Promise<void> {
     if (this.#released) return;
     await this.#serialize(async () => {
       if (this.#released) return;
-      this.#stopTimers();
+      this.#fail(lost('the lease was released'));
+      const fence = this.fence;
       try {
-        await this.#call('release', (signal) => this.#store.releaseExecutionLease(this.sessionId, this.fence, { signal }), options.signal, false);
-      } finally {
-        this.#released = true;
-        if (!this.#controller.signal.aborted) {
-          this.#controller.abort(leaseError('DURABLE_EXECUTION_LEASE_LOST', 'the lease was released'));
+        await withDeadline(
+          this.#storeTimeoutMs,
+          options.signal,
+          (signal) => this.#store.releaseExecutionLease(this.sessionId, fence, { signal }),
+          () => timeoutError('release', this.#storeTimeoutMs, fence.leaseId),
+        );
+      } catch (error) {
+        if (!(isDurableExecutionLeaseError(error) && error.code === 'DURABLE_EXECUTION_LEASE_LOST')) {
+          throw asLeaseTimeout(error, 'release', fence.leaseId);
         }
       }
+      this.#released = true;
     });
   }
 
   async #renew(): Promise<DurableExecutionLeaseRecord> {
     this.throwIfLost();
-    const sentAt = monotonicNow();
-    const record = await this.#call(
-      'renew',
-      (signal) => this.#store.renewExecutionLease(this.sessionId, this.fence, { ttlMs: this.#ttlMs, signal }),
+    const sent = leaseInstant();
+    const record = await this.#activeCall(
+      'renewal',
+      (signal) => this.#store.renewExecutionLease(this.sessionId, this.fence, { ttlMs: this.#expiry.ttlMs, signal }),
       undefined,
-      true,
     );
-    if (record.fencingToken !== this.#record.fencingToken || record.leaseId !== this.#record.leaseId) {
-      const error = leaseError('DURABLE_EXECUTION_LEASE_LOST', 'renewal returned another lease');
+    if (record.leaseId !== this.#record.leaseId || record.fencingToken !== this.#record.fencingToken || record.released) {
+      const error = lost('the store answered the renewal with a record of another lease');
       this.#fail(error);
       throw error;
     }
+    // Lost while the call was in flight (watchdog, release): never revive the handle.
+    this.throwIfLost();
     this.#record = record;
-    this.#localExpiry = sentAt + this.#ttlMs;
+    this.#expiry.restart(sent);
     this.#armWatchdog();
-    return record;
+    this.#scheduleHeartbeat(sent.monotonicMs);
+    return { ...record };
   }
 
-  /** One bounded lease store call; failures abort the handle when `fatal`. */
-  async #call<T>(what: string, call: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined, fatal: boolean): Promise<T> {
-    throwIfAborted(signal);
-    const windowMs = Math.floor(this.remainingMs());
-    const timeoutMs = Math.min(this.#storeTimeoutMs, fatal ? windowMs : this.#storeTimeoutMs);
+  /** The deadline of a call made under the lease: the store deadline capped to the window. */
+  #activeTimeoutMs(what: string): number {
+    this.throwIfLost();
+    const timeoutMs = Math.min(this.#storeTimeoutMs, Math.floor(this.#expiry.remainingMs()));
     if (timeoutMs < 1) {
-      const error = leaseError('DURABLE_EXECUTION_LEASE_LOST', `no time left in the lease window to ${what}`);
-      if (fatal) this.#fail(error);
+      const error = lost(`no time left in the lease window for the ${what}`);
+      this.#fail(error);
       throw error;
     }
+    return timeoutMs;
+  }
+
+  /** One store call made under the lease. Every failure but the caller's own cancellation aborts the handle. */
+  async #activeCall<T>(what: string, call: (signal: AbortSignal) => Promise<T>, callerSignal: AbortSignal | undefined): Promise<T> {
+    throwIfAborted(callerSignal);
+    const timeoutMs = this.#activeTimeoutMs(what);
+    const leaseId = this.#record.leaseId;
     try {
-      return await withDeadline(timeoutMs, signal, call, () =>
-        new DurableExecutionLeaseTimeoutError(`lease ${what} did not finish within ${timeoutMs} ms`, {
-          leaseId: this.#record.leaseId,
-        }),
-      );
+      return await withDeadline(timeoutMs, callerSignal, call, () => timeoutError(what, timeoutMs, leaseId));
     } catch (error) {
-      const callerAborted = signal?.aborted === true && !(error instanceof DeadlineExceeded);
-      if (fatal && !callerAborted) this.#fail(error);
-      throw error;
+      const mapped = asLeaseTimeout(error, what, leaseId);
+      const cancelled =
+        callerSignal?.aborted === true &&
+        !isDurableExecutionLeaseTimeoutError(mapped) &&
+        !isDurableExecutionLeaseError(mapped);
+      if (!cancelled) this.#fail(mapped);
+      throw mapped;
     }
   }
 
@@ -282,21 +321,38 @@ export class DurableExecutionLease {
     return next;
   }
 
+  /** False (after failing the handle if needed) once the handle is lost or its window has ended. */
+  #checkExpiry(): boolean {
+    if (this.#controller.signal.aborted) return false;
+    if (this.#expiry.remainingMs() > 0) return true;
+    this.#fail(lost('the lease expired locally: no renewal was confirmed within its TTL'));
+    return false;
+  }
+
   #armWatchdog(): void {
     if (this.#watchdog !== undefined) clearTimeout(this.#watchdog);
-    const delay = Math.max(0, Math.ceil(this.remainingMs()));
+    const delayMs = Math.max(1, Math.ceil(this.#expiry.remainingMs()));
     this.#watchdog = setTimeout(() => {
-      if (this.remainingMs() <= 0) {
-        this.#fail(leaseError('DURABLE_EXECUTION_LEASE_LOST', 'the lease expired locally: no renewal confirmed in time'));
-      } else {
-        this.#armWatchdog();
-      }
-    }, delay);
+      this.#watchdog = undefined;
+      if (this.#checkExpiry()) this.#armWatchdog();
+    }, delayMs);
     unref(this.#watchdog);
   }
 
+  /** Next heartbeat: one interval after the last acquisition or renewal was sent. */
+  #scheduleHeartbeat(sentAtMonotonicMs: number): void {
+    if (this.#heartbeat !== undefined) clearTimeout(this.#heartbeat);
+    const delayMs = Math.max(0, sentAtMonotonicMs + this.#heartbeatIntervalMs - monotonicNow());
+    this.#heartbeat = setTimeout(() => {
+      this.#heartbeat = undefined;
+      // A failed renewal has already aborted `signal`; nobody awaits this promise.
+      this.#serialize(() => this.#renew()).catch(() => undefined);
+    }, delayMs);
+    unref(this.#heartbeat);
+  }
+
   #stopTimers(): void {
-    if (this.#heartbeat !== undefined) clearInterval(this.#heartbeat);
+    if (this.#heartbeat !== undefined) clearTimeout(this.#heartbeat);
     if (this.#watchdog !== undefined) clearTimeout(this.#watchdog);
     this.#heartbeat = undefined;
     this.#watchdog = undefined;
@@ -308,15 +364,25 @@ export class DurableExecutionLease {
   }
 }
 
-/** Runs `body` under `lease`'s ownership boundary; see {@link DurableExecutionLease.withExecutionLease}. */
+/**
+ * Runs `body` under `lease`'s ownership boundary; see {@link DurableExecutionLease.withExecutionLease}.
+ *
+ * @example
+ * await withExecutionLease(lease, (fence, signal) =>
+ *   store.append(sessionId, drafts, { executionFence: fence, signal }),
+ * );
+ */
 export function withExecutionLease<T>(
   lease: DurableExecutionLease,
-  body: (fence: DurableExecutionFence, signal: AbortSignal) => Promise<T>,
+  body: DurableExecutionLeaseBody<T>,
+  options?: DurableStoreCallOptions,
 ): Promise<T> {
-  return lease.withExecutionLease(body);
+  return lease.withExecutionLease(body, options);
 }
 
+/** Timers must not keep a process alive just to heartbeat (Node timers have `unref`; others do not). */
 function unref(timer: unknown): void {
+  // SAFETY: only probed; `unref` is called when it is a function (Node), skipped elsewhere.
   const t = timer as { unref?: () => void };
   if (typeof t.unref === 'function') t.unref();
 }

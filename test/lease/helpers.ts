@@ -1,0 +1,75 @@
+/**
+ * Shared helpers of the lease tests: a memory store whose clock can jump ahead (to expire a lease
+ * at the store without waiting), polling without fixed sleeps, marker drafts carrying the writer's
+ * token, and error-code extraction.
+ */
+import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
+import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
+import { RequestId } from '../../src/protocol/ids.js';
+
+/** TTL of in-process test leases. */
+export const TTL_MS = 400;
+/** Heartbeat period of in-process test leases. */
+export const HEARTBEAT_MS = 100;
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `condition` every few ms until it holds; throws after `timeoutMs`. */
+export async function waitUntil(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(5);
+  }
+}
+
+/** A memory store whose lease clock is real time plus an offset that `advance` grows. */
+export function jumpingClockStore(): { store: MemoryDurableEventStore; advance: (ms: number) => void } {
+  let offsetMs = 0;
+  const store = new MemoryDurableEventStore({ clock: () => Date.now() + offsetMs });
+  return { store, advance: (ms) => (offsetMs += ms) };
+}
+
+/** What a test writer puts in an event: its tag, owner and the fencing token it used. */
+export interface WriteTag {
+  tag: string;
+  owner: string;
+  token: number;
+}
+
+/** A marker draft carrying `tag` (its `data.output`). */
+export function tagged(tag: WriteTag): DurableEventDraft<'request_completed'> {
+  return { type: 'request_completed', requestId: RequestId('lease-test'), data: { output: { ...tag } } };
+}
+
+/** The tag a {@link tagged} event carries. */
+export function tagOf(event: DurableEventEnvelope): WriteTag {
+  if (event.type !== 'request_completed') throw new Error(`unexpected event type ${event.type}`);
+  // SAFETY: every event these tests write is built by `tagged`.
+  return (event.data as unknown as { output: WriteTag }).output;
+}
+
+/** The `code` of a rejection (or `undefined`). */
+export async function rejectionCode(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as { code?: unknown } | null)?.code;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** The code of an abort reason. */
+export function codeOf(value: unknown): unknown {
+  return (value as { code?: unknown } | null | undefined)?.code;
+}
+
+/** Blocks the event loop for `ms` (a stand-in for a GC pause or a stopped process: no timer runs). */
+export function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy wait on purpose
+  }
+}
