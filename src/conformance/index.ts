@@ -81,3 +81,21 @@ export type {
   StoreConformanceOptions,
   StoreConformanceResult,
 } from './types.js';
+
+// Suites above the store contract: pass any of them as `extraChecks`.
+export {
+  journalConformanceChecks,
+  lifecycleDrafts,
+  writtenButFailedStore,
+  type StoreAgnosticCheck,
+  type StoreCheckContext,
+} from './checks-journal.js';
+export { subscriptionConformanceChecks } from './checks-subscription.js';
+export {
+  durabilityConformanceChecks,
+  durabilityWatchConformanceChecks,
+  type DurabilityConformanceStore,
+} from './checks-durability.js';
+export { durabilityPortChecks } from './checks-durability-port.js';
+export { leaseHandleConformanceChecks, LeaseFaultStore } from './checks-lease-handle.js';
+export { recoveryConformanceChecks } from './checks-recovery.js';
