@@ -28,6 +28,23 @@ export {
   type SessionObjectRpc,
 } from './adapters/durable-object/rpc.js';
 export * from './adapters/durable-object/socket-protocol.js';
+export {
+  PLAN_RESUME_OPERATION,
+  RECOVERY_MUTATIONS,
+  RECOVERY_OPERATIONS,
+  isRecoveryMutation,
+  isRecoveryOperation,
+  sessionJournalRpc,
+  type PlanResumeResult,
+  type RecoveryInputs,
+  type RecoveryMutation,
+  type RecoveryOperation,
+  type RecoveryResults,
+  type RpcJournalCallOptions,
+  type SessionJournalNamespaceLike,
+  type SessionObjectJournalRpc,
+  type SessionProjectionResult,
+} from './adapters/durable-object/journal-rpc.js';
 export { DurableObjectSqlDriver, type DurableObjectSqlStorageLike } from './adapters/durable-object/storage-sql-driver.js';
 export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './adapters/sql/sql-store.js';
 export type { SqlDriver, SqlValue } from './adapters/sql/driver.js';

@@ -15,8 +15,11 @@ import { Hono } from 'hono';
 import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
 import { eventRoutes } from './routes/events.js';
+import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
 import { metaRoutes } from './routes/meta.js';
+import { recoveryRoutes } from './routes/recovery.js';
+import { runRoutes } from './routes/runs.js';
 import { subscribeRoutes } from './routes/subscribe.js';
 import { tokenRoutes } from './routes/tokens.js';
 
@@ -26,6 +29,9 @@ export const ROUTE_GROUPS: ReadonlyArray<() => RouteDefinition[]> = [
   subscribeRoutes,
   leaseRoutes,
   tokenRoutes,
+  runRoutes,
+  journalRoutes,
+  recoveryRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */
