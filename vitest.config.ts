@@ -49,6 +49,27 @@ export default defineConfig({
         test: {
           name: 'workers',
           include: ['test/workers/**/*.test.ts'],
+          // Durable tool calls need a SessionObject subclass with agents mounted: own project below.
+          exclude: ['test/workers/durability*.test.ts', '**/node_modules/**'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        // The same pool against test/workers/fixtures/agents-worker.ts, whose SESSIONS binding is
+        // AgentSessionObject (a SessionObject that mounts the test agent through `agents()`).
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: './test/workers/fixtures/wrangler.agents.toml' },
+            remoteBindings: false,
+            miniflare: {
+              bindings: { ...TEST_WORKER_BINDINGS },
+            },
+          }),
+        ],
+        test: {
+          name: 'workers-durability',
+          include: ['test/workers/durability*.test.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

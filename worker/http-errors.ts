@@ -26,6 +26,7 @@ import {
 export const HttpStatus = {
   OK: 200,
   CREATED: 201,
+  ACCEPTED: 202,
   NO_CONTENT: 204,
   SWITCHING_PROTOCOLS: 101,
   BAD_REQUEST: 400,

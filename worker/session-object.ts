@@ -15,6 +15,10 @@
  * - After every committed append, whatever ran it (an RPC append, or later code running inside
  *   the object over `this.store`), `afterCommit` pushes the events to sockets and settles long
  *   polls. Subclasses and later features add methods that use `this.store` / `this.ledger`.
+ * - Durable tool calls (`session-object-durability.ts`): a subclass mounts agents by overriding
+ *   `agents()`; `startToolCall` runs a tool inside the object, `step` / `sleep` / `waitFor` write
+ *   the session's durability ledger, and the object's alarm — shared through the `timers` table
+ *   with the owner's `scheduleTimer` / `onTimer` — resumes sleeping calls after an eviction.
  */
 import { DurableObject } from 'cloudflare:workers';
 import {
@@ -27,10 +31,25 @@ import {
   type RpcWaitResult,
   type SessionObjectRpc,
 } from '../src/adapters/durable-object/rpc.js';
+import type {
+  RpcDurabilityReadOptions,
+  RunDeliveryInput,
+  RunDeliveryReceipt,
+  RunState,
+  SessionObjectDurabilityRpc,
+  StartToolCallInput,
+  ToolCallAccepted,
+  ToolCallState,
+} from '../src/adapters/durable-object/durability-rpc.js';
 import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../src/adapters/durable-object/socket-protocol.js';
 import { DurableObjectSqlDriver } from '../src/adapters/durable-object/storage-sql-driver.js';
 import type { SqlLedger, SqlStoreTestHooks } from '../src/adapters/sql/sql-ledger.js';
 import { SqlDurableEventStore } from '../src/adapters/sql/sql-store.js';
+import type {
+  DurabilityReadResult,
+  DurabilityRecordDraft,
+  DurabilityRecordResult,
+} from '../src/core/durability/ledger-contract.js';
 import { checkSessionId } from '../src/core/log-engine.js';
 import type {
   DurableAppendResult,
@@ -41,8 +60,26 @@ import type {
 import { DurableEventStoreError } from '../src/protocol/errors.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../src/protocol/events.js';
 import type { EventSequence, SessionId } from '../src/protocol/ids.js';
+import type { JsonValue } from '../src/protocol/json.js';
+import {
+  DEFAULT_RUN_RETRY_POLICY,
+  SessionDurability,
+  type AgentMounts,
+  type RunRetryPolicy,
+} from './session-object-durability.js';
+import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './session-object-timers.js';
 import { HeadWaiters, isPast } from './session-object-waiters.js';
 import { SessionSockets } from './session-object-sockets.js';
+import { SessionJournalHost } from './session-object-journal.js';
+import type {
+  RecoveryInputs,
+  RecoveryOperation,
+  RecoveryResults,
+  RpcJournalCallOptions,
+  SessionObjectJournalRpc,
+  SessionProjectionResult,
+} from '../src/adapters/durable-object/journal-rpc.js';
+import type { DurableCommitResult, DurableJournalCommand } from '../src/core/journal/journal-options.js';
 
 /** `ledger_meta` key holding the session this object serves. */
 const SESSION_KEY = 'session_id';
@@ -64,8 +101,28 @@ function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions 
 /**
  * The per-session Durable Object. Mount it in a Worker with a `new_sqlite_classes` migration and
  * a namespace binding, and talk to it through `DurableObjectEventStore` or its RPC methods.
+ *
+ * To run durable tools inside it, subclass it, override {@link SessionObject.agents}, and export
+ * and bind the SUBCLASS (its name goes in `class_name` and `new_sqlite_classes`).
+ *
+ * @example
+ * export class MySessionObject extends SessionObject {
+ *   protected override agents(): AgentMounts {
+ *     return {
+ *       billing: {
+ *         tools: {
+ *           refund: async (input: { orderId: string }, ctx) => {
+ *             const refund = await ctx.step!('refund', () => payments.refund(input.orderId));
+ *             await ctx.sleep!('settle', 10 * 60_000); // survives eviction: the alarm resumes it
+ *             return ctx.step!('notify', () => notify(refund));
+ *           },
+ *         },
+ *       },
+ *     };
+ *   }
+ * }
  */
-export class SessionObject extends DurableObject<unknown> implements SessionObjectRpc {
+export class SessionObject extends DurableObject<unknown> implements SessionObjectRpc, SessionObjectDurabilityRpc, SessionObjectJournalRpc {
   /**
    * Test-only fault injection shared by every instance in this isolate (the workerd test pool runs
    * tests and objects in one isolate). Never set it in production.
@@ -75,17 +132,82 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
   readonly #store: SqlDurableEventStore;
   readonly #waiters = new HeadWaiters();
   readonly #sockets: SessionSockets;
+  readonly #durability: SessionDurability;
   #sessionId: SessionId | null = null;
+  /** Journal and recovery coordinator over this object's store (`session-object-journal.ts`), made on first use. */
+  #journals: SessionJournalHost | undefined;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     // Schema migration is synchronous and runs before any event is delivered to the object.
     this.#store = new SqlDurableEventStore(new DurableObjectSqlDriver(ctx.storage), {
       testHooks: { beforeCommit: (sessionId) => SessionObject.testHooks?.beforeCommit?.(sessionId) },
+      onDurabilityCreateWithin: (record) => this.#durability.withinCreate(record),
     });
     this.#sockets = new SessionSockets(ctx, this.#store.ledger);
     this.#store.ledger.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
+    this.#durability = new SessionDurability({
+      ctx,
+      store: this.#store,
+      agents: () => this.agents(),
+      retryPolicy: () => this.retryPolicy(),
+      onTimer: (timer) => this.onTimer(timer),
+    });
+    this.#store.durability.onCreated((record) => this.#durability.afterCreate(record));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(SUBSCRIBER_PING, SUBSCRIBER_PONG));
+    // After the subclass constructor finished (agents() may use its fields): re-arm the alarm and
+    // resume calls an eviction interrupted.
+    queueMicrotask(() => this.#durability.wake());
+  }
+
+  // ---- extension points ---------------------------------------------------------------------
+
+  /**
+   * The agents this object runs, by name. Override it in a subclass; called once per instance,
+   * on first use. The default mounts nothing (`startToolCall` then refuses every call).
+   */
+  protected agents(): AgentMounts {
+    return {};
+  }
+
+  /** How often a throwing tool call runs before it is recorded failed (default: 3 times, 2 s / 4 s apart). */
+  protected retryPolicy(): RunRetryPolicy {
+    return DEFAULT_RUN_RETRY_POLICY;
+  }
+
+  /**
+   * Runs when a timer set with {@link SessionObject.scheduleTimer} is due (from the object's
+   * alarm). At least once: the timer is removed after this resolves; if it throws, it runs again
+   * 5 s later. Rescheduling the same key from here (to another time) keeps the new schedule.
+   */
+  protected onTimer(timer: UserTimer): void | Promise<void> {
+    void timer;
+  }
+
+  /**
+   * Schedules (or moves) the owner's timer `key` to `dueMs` (epoch ms); {@link SessionObject.onTimer}
+   * receives it. It shares the object's one alarm with durable sleeps and waits: do not call
+   * `ctx.storage.setAlarm` yourself, and do not override `alarm()`.
+   */
+  async scheduleTimer(key: string, dueMs: number, payload: JsonValue = null): Promise<void> {
+    const timers = this.#durability.timers;
+    timers.put(TIMER_KINDS.user, checkTimerKey(key), checkDueMs(dueMs), payload);
+    await timers.arm();
+  }
+
+  /** Removes the owner's timer `key`; returns whether it was scheduled. */
+  async cancelTimer(key: string): Promise<boolean> {
+    return this.#durability.timers.delete(TIMER_KINDS.user, checkTimerKey(key));
+  }
+
+  /** The owner's pending timers, earliest first. */
+  async listTimers(): Promise<UserTimer[]> {
+    return this.#durability.timers.list(TIMER_KINDS.user).map(({ key, dueMs, payload }) => ({ key, dueMs, payload }));
+  }
+
+  /** The alarm serves every timer (sleeps, waits, retries, the owner's); see `session-object-timers.ts`. */
+  override async alarm(): Promise<void> {
+    await this.#durability.alarm();
   }
 
   /** The session's store (async contract), for journal/recovery code running inside the object. */
@@ -218,6 +340,69 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
 
   async requiresExecutionLease(sessionId: string): Promise<RpcResult<boolean>> {
     return toRpcResult(() => this.ledger.requiresExecutionLease(this.bindSession(sessionId)));
+  }
+
+  // ---- RPC: the durability ledger and durable tool calls -------------------------------------
+
+  async recordDurability(sessionId: string, draft: DurabilityRecordDraft): Promise<RpcResult<DurabilityRecordResult>> {
+    return toRpcResult(() => this.#store.durability.record(this.bindSession(sessionId), draft));
+  }
+
+  async readDurability(sessionId: string, options?: RpcDurabilityReadOptions): Promise<RpcResult<DurabilityReadResult>> {
+    return toRpcResult(() => {
+      const id = this.bindSession(sessionId);
+      if (options !== undefined && (typeof options !== 'object' || options === null)) {
+        throw invalidInput('readDurability options must be an object');
+      }
+      return this.#store.durability.read(id, { after: options?.after, limit: options?.limit });
+    });
+  }
+
+  async startToolCall(sessionId: string, input: StartToolCallInput): Promise<RpcResult<ToolCallAccepted>> {
+    return toRpcResult(() => this.#durability.startToolCall(this.bindSession(sessionId), input));
+  }
+
+  async runToolCall(sessionId: string, input: StartToolCallInput): Promise<RpcResult<ToolCallState>> {
+    return toRpcResult(() => this.#durability.runToolCall(this.bindSession(sessionId), input));
+  }
+
+  async deliver(sessionId: string, input: RunDeliveryInput): Promise<RpcResult<RunDeliveryReceipt>> {
+    return toRpcResult(() => this.#durability.deliver(this.bindSession(sessionId), input));
+  }
+
+  async getRun(sessionId: string, runId: string): Promise<RpcResult<RunState>> {
+    return toRpcResult(() => this.#durability.getRun(this.bindSession(sessionId), runId));
+  }
+
+  // ---- RPC: journal commands, projection, recovery (see session-object-journal.ts) -----------
+
+  async commit(
+    sessionId: string,
+    command: DurableJournalCommand,
+    options?: RpcJournalCallOptions,
+  ): Promise<RpcResult<DurableCommitResult>> {
+    return toRpcResult(() => this.#journalHost().commit(this.bindSession(sessionId), command, options));
+  }
+
+  async projection(sessionId: string): Promise<RpcResult<SessionProjectionResult>> {
+    return toRpcResult(() => this.#journalHost().projection(this.bindSession(sessionId)));
+  }
+
+  async recover<O extends RecoveryOperation>(
+    sessionId: string,
+    operation: O,
+    input: RecoveryInputs[O],
+    options?: RpcJournalCallOptions,
+  ): Promise<RpcResult<RecoveryResults[O]>> {
+    return toRpcResult(async () => {
+      const result = await this.#journalHost().recover(this.bindSession(sessionId), operation, input, options);
+      // SAFETY: the host dispatches on `operation` and returns that operation's result.
+      return result as RecoveryResults[O];
+    });
+  }
+
+  #journalHost(): SessionJournalHost {
+    return (this.#journals ??= new SessionJournalHost(this.#store));
   }
 
   // ---- WebSocket subscribers ----------------------------------------------------------------

@@ -12,6 +12,14 @@
  * uncertain outcome, read the head before retrying an append).
  */
 import { abortReason, throwIfAborted } from '../../core/abort.js';
+import type {
+  DurabilityLedgerStore,
+  DurabilityReadOptions,
+  DurabilityReadResult,
+  DurabilityRecordDraft,
+  DurabilityRecordResult,
+} from '../../core/durability/ledger-contract.js';
+import { validateDurabilityDraft } from '../../core/durability/ledger-engine.js';
 import { checkSessionId } from '../../core/log-engine.js';
 import type {
   DurableAppendOptions,
@@ -29,6 +37,7 @@ import type {
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
 
 /**
@@ -68,7 +77,7 @@ export function sessionObjectRpc(namespace: SessionObjectNamespaceLike, sessionI
  *   },
  * };
  */
-export class DurableObjectEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+export class DurableObjectEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
   readonly #namespace: SessionObjectNamespaceLike;
 
   constructor(namespace: SessionObjectNamespaceLike) {
@@ -183,6 +192,42 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
   requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
     return this.#call(options?.signal, sessionId, (stub, id) => stub.requiresExecutionLease(id));
   }
+
+  /**
+   * Records in the session's durability ledger (inside its object). The draft is validated here
+   * first: structured cloning would turn an accessor into a plain value the object could not refuse.
+   * A failed transport is `DURABLE_EVENT_WRITE_FAILED` (the record may exist: recording it again
+   * is idempotent).
+   */
+  async recordDurability(
+    sessionId: SessionId,
+    draft: DurabilityRecordDraft,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurabilityRecordResult> {
+    throwIfAborted(options?.signal);
+    const valid = validateDurabilityDraft(draft);
+    return this.#call(
+      options?.signal,
+      sessionId,
+      (stub, id) => durabilityStub(stub).recordDurability(id, valid),
+      'DURABLE_EVENT_WRITE_FAILED',
+    );
+  }
+
+  /** Reads one page of the session's durability ledger. (No `watchDurability`: RPC has no push.) */
+  async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
+    const rpcOptions = {
+      ...(options?.after === undefined ? {} : { after: options.after }),
+      ...(options?.limit === undefined ? {} : { limit: options.limit }),
+    };
+    return this.#call(options?.signal, sessionId, (stub, id) => durabilityStub(stub).readDurability(id, rpcOptions));
+  }
+}
+
+/** The same stub, seen through its durability methods. */
+function durabilityStub(stub: SessionObjectRpc): SessionObjectDurabilityRpc {
+  // SAFETY: the stub of a SessionObject forwards every public method, durability ones included.
+  return stub as unknown as SessionObjectDurabilityRpc;
 }
 
 /** What a failed RPC transport becomes: an append's outcome is unknown, anything else unavailable. */

@@ -4,5 +4,6 @@
  */
 export type { SqlDriver, SqlValue } from './driver.js';
 export { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion } from './schema.js';
+export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './sql-durability.js';
 export { SqlLedger, type SqlCommit, type SqlLedgerOptions, type SqlStoreTestHooks } from './sql-ledger.js';
 export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './sql-store.js';

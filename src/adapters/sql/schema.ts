@@ -47,6 +47,46 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       value TEXT NOT NULL
     )`,
   ],
+  [
+    // The durability ledger (see sql-durability.ts): one row per record, `body` the canonical
+    // record JSON; `identity` is `durabilityIdentity(record)`, unique per session, which is what
+    // makes the first writer win.
+    `CREATE TABLE IF NOT EXISTS durability_records (
+      session_id TEXT NOT NULL,
+      sequence INTEGER NOT NULL CHECK (sequence >= 1),
+      identity TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      body TEXT NOT NULL,
+      PRIMARY KEY (session_id, sequence),
+      UNIQUE (session_id, identity)
+    )`,
+    // Deadlines that share a Durable Object's one alarm (sleeps, waitFor timeouts, run retries and
+    // the user's own schedules). `kind` namespaces `key`; `payload` is JSON. Unused on Node.
+    `CREATE TABLE IF NOT EXISTS timers (
+      kind TEXT NOT NULL,
+      key TEXT NOT NULL,
+      due_ms INTEGER NOT NULL,
+      payload TEXT NOT NULL,
+      PRIMARY KEY (kind, key)
+    )`,
+    'CREATE INDEX IF NOT EXISTS timers_by_due ON timers (due_ms)',
+    // Tool calls a Durable Object runs for its mounted agents: what a replay needs to re-run one
+    // (agent, tool, stable call id, input) and where it stands. Unused on Node.
+    `CREATE TABLE IF NOT EXISTS tool_runs (
+      session_id TEXT NOT NULL,
+      scope TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      tool_call_id TEXT NOT NULL,
+      agent TEXT NOT NULL,
+      tool_name TEXT NOT NULL,
+      input TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
+      attempts INTEGER NOT NULL DEFAULT 0,
+      started_ms INTEGER NOT NULL,
+      PRIMARY KEY (session_id, scope)
+    )`,
+    'CREATE INDEX IF NOT EXISTS tool_runs_by_run ON tool_runs (session_id, run_id)',
+  ],
 ];
 
 /** The schema version this code reads and writes. */

@@ -6,11 +6,26 @@
  * never torn by an abort. `watch` listeners hear of an append only after its transaction
  * committed, on a later microtask, so a slow listener cannot hold the write.
  *
+ * The durability ledger (`recordDurability` / `readDurability` / `watchDurability`) lives in the
+ * same database and goes through the same connection ({@link SqlDurability}): a record is one
+ * transaction in the events' transaction domain, and `watchDurability` listeners hear of a
+ * CREATED record only after its transaction committed, on a later microtask.
+ *
  * Durability is the driver's: on better-sqlite3 (see `SqliteDurableEventStore`) a commit returns
  * after SQLite's WAL fsync; in a Durable Object, the runtime's output gate holds every reply until
  * the write is durable.
  */
 import { throwIfAborted } from '../../core/abort.js';
+import type {
+  DurabilityLedgerStore,
+  DurabilityListener,
+  DurabilityReadOptions,
+  DurabilityReadResult,
+  DurabilityRecord,
+  DurabilityRecordDraft,
+  DurabilityRecordResult,
+} from '../../core/durability/ledger-contract.js';
+import { checkDurabilitySessionId } from '../../core/durability/ledger-engine.js';
 import { checkSessionId } from '../../core/log-engine.js';
 import type {
   DurableAppendListener,
@@ -29,10 +44,17 @@ import type {
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';
+import { SqlDurability } from './sql-durability.js';
 import { SqlLedger, type SqlCommit, type SqlLedgerOptions } from './sql-ledger.js';
 
 /** Options of {@link SqlDurableEventStore}. */
-export type SqlDurableEventStoreOptions = SqlLedgerOptions;
+export interface SqlDurableEventStoreOptions extends SqlLedgerOptions {
+  /**
+   * Runs inside every transaction that creates a durability record, after its row is written;
+   * throwing rolls the record back. For hosts that keep derived rows atomic with the ledger.
+   */
+  onDurabilityCreateWithin?: (record: DurabilityRecord) => void;
+}
 
 /**
  * A {@link DurableEventStore} and {@link DurableExecutionLeaseStore} over any synchronous SQLite
@@ -42,14 +64,23 @@ export type SqlDurableEventStoreOptions = SqlLedgerOptions;
  * const store = new SqlDurableEventStore(driver);
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  */
-export class SqlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+export class SqlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
   /** The synchronous core, for code that runs next to the database. */
   readonly ledger: SqlLedger;
+  /** The synchronous durability ledger core (same driver, same transaction domain). */
+  readonly durability: SqlDurability;
   readonly #watchers = new Map<string, Set<DurableAppendListener>>();
+  readonly #durabilityWatchers = new Map<string, Set<DurabilityListener>>();
 
   constructor(driver: SqlDriver, options: SqlDurableEventStoreOptions = {}) {
-    this.ledger = new SqlLedger(driver, options);
+    const { onDurabilityCreateWithin, ...ledgerOptions } = options;
+    this.ledger = new SqlLedger(driver, ledgerOptions);
     this.ledger.onCommit((commit) => this.#dispatch(commit));
+    this.durability = new SqlDurability(driver, {
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(onDurabilityCreateWithin === undefined ? {} : { onCreateWithin: onDurabilityCreateWithin }),
+    });
+    this.durability.onCreated((record) => this.notifyDurabilityWatchers(record.sessionId, record.sequence));
   }
 
   /** Tells this store's watchers about appends another party committed on the same database. */
@@ -106,8 +137,64 @@ export class SqlDurableEventStore implements DurableEventStore, DurableExecution
     };
   }
 
-  /** Hook for subclasses that poll for foreign appends only while someone watches. */
+  /** Hook for subclasses that poll for foreign writes only while someone watches (events or ledger). */
   protected watchersChanged(): void {}
+
+  // ---- the durability ledger ----------------------------------------------------------------
+
+  async recordDurability(
+    sessionId: SessionId,
+    draft: DurabilityRecordDraft,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurabilityRecordResult> {
+    throwIfAborted(options?.signal);
+    return this.durability.record(sessionId, draft);
+  }
+
+  async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
+    throwIfAborted(options?.signal);
+    return this.durability.read(sessionId, options);
+  }
+
+  /** Hears every record created in the session through this store (and, in subclasses that poll, by others). */
+  watchDurability(sessionId: SessionId, listener: DurabilityListener): () => void {
+    const id = checkDurabilitySessionId(sessionId);
+    let listeners = this.#durabilityWatchers.get(id);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#durabilityWatchers.set(id, listeners);
+    }
+    listeners.add(listener);
+    this.watchersChanged();
+    return () => {
+      const current = this.#durabilityWatchers.get(id);
+      if (current === undefined || !current.delete(listener)) return;
+      if (current.size === 0) this.#durabilityWatchers.delete(id);
+      this.watchersChanged();
+    };
+  }
+
+  /** Tells this store's ledger watchers about a record (created here, or seen committed by another party). */
+  protected notifyDurabilityWatchers(sessionId: SessionId, lastSequence: number): void {
+    const listeners = this.#durabilityWatchers.get(sessionId);
+    if (listeners === undefined) return;
+    const notice = { sessionId, lastSequence };
+    for (const listener of [...listeners]) {
+      queueMicrotask(() => {
+        try {
+          listener(notice);
+        } catch {
+          // A notice is only a hint; a throwing listener must not reach anyone else.
+        }
+      });
+    }
+  }
+
+  /** Sessions that currently have at least one ledger watcher. */
+  protected durabilityWatchedSessions(): SessionId[] {
+    // SAFETY: keys are only ever inserted by `watchDurability`, after `checkDurabilitySessionId`.
+    return [...this.#durabilityWatchers.keys()] as SessionId[];
+  }
 
   async acquireExecutionLease(
     sessionId: SessionId,

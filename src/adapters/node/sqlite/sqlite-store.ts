@@ -13,9 +13,9 @@
  *
  * Several processes may open the same file: every mutation takes the write lock up front
  * (`BEGIN IMMEDIATE`), so they serialize and sequences stay contiguous. The file must live on a
- * local filesystem (SQLite's locks are not reliable on network filesystems). `watch` hears this
- * object's appends at once and other connections' appends by polling `PRAGMA data_version`, only
- * while someone watches.
+ * local filesystem (SQLite's locks are not reliable on network filesystems). `watch` (and
+ * `watchDurability`, for the durability ledger) hears this object's writes at once and other
+ * connections' writes by polling `PRAGMA data_version`, only while someone watches.
  */
 import { closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -105,6 +105,8 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
   #timer: ReturnType<typeof setInterval> | undefined;
   #dataVersion = 0;
   readonly #lastSeen = new Map<string, EventSequence | null>();
+  /** Ledger heads last seen per session watched with `watchDurability`. */
+  readonly #lastSeenDurability = new Map<string, number | null>();
 
   constructor(filename: string, options: SqliteDurableEventStoreOptions = {}) {
     if (typeof filename !== 'string' || filename.length === 0) {
@@ -135,15 +137,22 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
 
   protected override watchersChanged(): void {
     const sessions = this.watchedSessions();
+    const ledgerSessions = this.durabilityWatchedSessions();
     for (const known of [...this.#lastSeen.keys()]) {
       if (!sessions.includes(known as SessionId)) this.#lastSeen.delete(known);
     }
-    if (sessions.length === 0 || !this.#db.open) {
+    for (const known of [...this.#lastSeenDurability.keys()]) {
+      if (!ledgerSessions.includes(known as SessionId)) this.#lastSeenDurability.delete(known);
+    }
+    if ((sessions.length === 0 && ledgerSessions.length === 0) || !this.#db.open) {
       this.#stopPolling();
       return;
     }
     for (const sessionId of sessions) {
       if (!this.#lastSeen.has(sessionId)) this.#lastSeen.set(sessionId, this.#headOrNull(sessionId));
+    }
+    for (const sessionId of ledgerSessions) {
+      if (!this.#lastSeenDurability.has(sessionId)) this.#lastSeenDurability.set(sessionId, this.#ledgerHeadOrNull(sessionId));
     }
     if (this.#timer === undefined) {
       this.#dataVersion = this.#readDataVersion();
@@ -169,6 +178,14 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
     }
   }
 
+  #ledgerHeadOrNull(sessionId: SessionId): number | null {
+    try {
+      return this.durability.head(sessionId);
+    } catch {
+      return null;
+    }
+  }
+
   /** `data_version` changes only when ANOTHER connection committed; then look at the watched heads. */
   #poll(): void {
     if (!this.#db.open) {
@@ -188,6 +205,13 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
       if (head !== null && head !== this.#lastSeen.get(sessionId)) {
         this.#lastSeen.set(sessionId, head);
         this.notifyWatchers(sessionId, head);
+      }
+    }
+    for (const sessionId of this.durabilityWatchedSessions()) {
+      const head = this.#ledgerHeadOrNull(sessionId);
+      if (head !== null && head !== this.#lastSeenDurability.get(sessionId)) {
+        this.#lastSeenDurability.set(sessionId, head);
+        this.notifyDurabilityWatchers(sessionId, head);
       }
     }
   }
