@@ -1,0 +1,341 @@
+/**
+ * JsonlDurableEventStore: the store contract on local JSONL files, safe across processes.
+ *
+ * Each session has a log (`.jsonl`, one line per append batch), a lock sidecar (`.jsonl.lock`)
+ * and lease state (`.lease.json`) under `{root}/durable-events/`. Every call:
+ * 1. validates its input before waiting for anything;
+ * 2. runs under `operationTimeoutMs` (`DURABLE_EVENT_IO_TIMEOUT`) and the caller's signal;
+ * 3. takes the process-wide queue of the session, then the OS advisory lock on the sidecar,
+ *    both within `lockTimeoutMs` (`DURABLE_EVENT_LOCK_TIMEOUT`); appends do this once per group
+ *    (see `group-commit.ts`);
+ * 4. under the lock, catches the cached head up with bytes other processes appended, reads the
+ *    lease state, lets the core log engine decide, writes and fsyncs;
+ * 5. releases the lock, then resolves and notifies in-process watchers.
+ *
+ * The store keeps at most {@link MAX_CACHED_SESSIONS} idle sessions' descriptors and indexes;
+ * `close()` releases them all. See `README.md` next to this file for the file format and the
+ * consistency boundary.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { anySignal, throwIfAborted, withDeadline } from '../../../core/abort.js';
+import {
+  buildReadPage,
+  checkExpectedLastSequence,
+  checkFence,
+  checkReadCursor,
+  checkSessionId,
+  decideAcquire,
+  decideRelease,
+  decideRenew,
+  leaseRecord,
+  planRead,
+  validateDraftBatch,
+  type LeaseState,
+} from '../../../core/log-engine.js';
+import type {
+  DurableAppendListener,
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
+} from '../../../core/store.js';
+import { DurableEventStoreError } from '../../../protocol/errors.js';
+import type { DurableEventDraft } from '../../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../../protocol/ids.js';
+import type { StoreTestHooks } from '../../memory/memory-store.js';
+import { lockTimeoutError } from './file-lock.js';
+import type { ReleaseLock } from './group-commit.js';
+import { addLocalWatcher } from './local-watchers.js';
+import { resolveJsonlOptions, type JsonlDurableEventStoreOptions } from './options.js';
+import {
+  closeSessionHandle,
+  createSessionHandle,
+  ioTimeoutError,
+  lockSession,
+  type SessionHandle,
+} from './session-handle.js';
+import { sessionPaths, type SessionPaths } from './session-paths.js';
+
+/** Idle sessions whose descriptors and index a store keeps open (least recently used are closed first). */
+export const MAX_CACHED_SESSIONS = 128;
+
+/**
+ * Durable event store on local JSONL files with OS advisory locks, usable from several Node.js
+ * processes on one host at once. Implements {@link DurableEventStore} and
+ * {@link DurableExecutionLeaseStore}.
+ *
+ * @example
+ * const store = new JsonlDurableEventStore('/var/lib/my-agent', { lockTimeoutMs: 15_000 });
+ * const result = await store.append(SessionId('session-123'), [
+ *   { type: DurableEventType.SESSION_CREATED, data: { source: 'create' } },
+ * ], { expectedLastSequence: null });
+ * const page = await store.read(SessionId('session-123'), { after: result.previousSequence ?? undefined });
+ */
+export class JsonlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+  /** Absolute storage root. */
+  readonly storageRoot: string;
+  /** Budget for the process queue plus the OS lock, per call; 0 = one immediate attempt. */
+  readonly lockTimeoutMs: number;
+  /** Budget of a whole store call. */
+  readonly operationTimeoutMs: number;
+  readonly #clock: () => number;
+  readonly #hooks: StoreTestHooks;
+  readonly #handles = new Map<string, SessionHandle>();
+
+  /** Throws `DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS')` for invalid options. */
+  constructor(storageRoot: string, options: JsonlDurableEventStoreOptions = {}) {
+    const resolved = resolveJsonlOptions(storageRoot, options);
+    this.storageRoot = path.resolve(storageRoot);
+    this.lockTimeoutMs = resolved.lockTimeoutMs;
+    this.operationTimeoutMs = resolved.operationTimeoutMs;
+    this.#clock = resolved.clock;
+    this.#hooks = resolved.testHooks;
+  }
+
+  /** Files of one session (for tooling and tests; never derived from a session ID by hand). */
+  pathsOf(sessionId: SessionId): SessionPaths {
+    return sessionPaths(this.storageRoot, checkSessionId(sessionId));
+  }
+
+  #handle(id: SessionId): SessionHandle {
+    const handle = this.#handles.get(id);
+    if (handle !== undefined) {
+      this.#handles.delete(id);
+      this.#handles.set(id, handle);
+      return handle;
+    }
+    const created = createSessionHandle(this.storageRoot, id, {
+      lockTimeoutMs: this.lockTimeoutMs,
+      operationTimeoutMs: this.operationTimeoutMs,
+      clock: this.#clock,
+      hooks: this.#hooks,
+    });
+    this.#handles.set(id, created);
+    this.#evictIdle(created);
+    return created;
+  }
+
+  #isIdle(handle: SessionHandle): boolean {
+    return handle.users === 0 && !handle.appends.busy;
+  }
+
+  /** Closes least recently used idle sessions beyond the cap (never `keep`). */
+  #evictIdle(keep?: SessionHandle): void {
+    if (this.#handles.size <= MAX_CACHED_SESSIONS) return;
+    for (const [key, handle] of this.#handles) {
+      if (this.#handles.size <= MAX_CACHED_SESSIONS) break;
+      if (handle === keep || !this.#isIdle(handle)) continue;
+      closeSessionHandle(handle);
+      this.#handles.delete(key);
+    }
+  }
+
+  /**
+   * Closes the descriptors and drops the caches of every idle session. The store stays usable:
+   * the next call reopens (and revalidates) what it needs.
+   */
+  async close(): Promise<void> {
+    for (const [key, handle] of [...this.#handles]) {
+      if (!this.#isIdle(handle)) continue;
+      closeSessionHandle(handle);
+      this.#handles.delete(key);
+    }
+  }
+
+  /**
+   * Runs `body` under the session lock, bounded by both deadlines. `mutates` turns a failed
+   * unlock after a successful body into `DURABLE_EVENT_WRITE_FAILED` (outcome unknown).
+   */
+  #locked<T>(
+    sessionId: SessionId,
+    signal: AbortSignal | undefined,
+    mutates: boolean,
+    body: (handle: SessionHandle, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const id = checkSessionId(sessionId);
+    return withDeadline(
+      this.operationTimeoutMs,
+      signal,
+      async (callSignal) => {
+        const handle = this.#handle(id);
+        handle.users++;
+        try {
+          const lockTimer = new AbortController();
+          const timeoutMs = this.lockTimeoutMs;
+          const timer =
+            timeoutMs > 0 ? setTimeout(() => lockTimer.abort(lockTimeoutError(timeoutMs)), timeoutMs) : undefined;
+          let release: ReleaseLock;
+          try {
+            release = await lockSession(handle, timeoutMs, anySignal([callSignal, lockTimer.signal]), performance.now() + timeoutMs);
+          } finally {
+            if (timer !== undefined) clearTimeout(timer);
+          }
+          let result: T;
+          try {
+            result = await body(handle, callSignal);
+          } catch (error) {
+            release();
+            throw error;
+          }
+          const unlockError = release();
+          if (unlockError !== undefined && mutates) {
+            throw new DurableEventStoreError(
+              'DURABLE_EVENT_WRITE_FAILED',
+              'unlocking the session failed after the write; the change may or may not be stored',
+              { cause: unlockError },
+            );
+          }
+          return result;
+        } finally {
+          handle.users--;
+          this.#evictIdle();
+        }
+      },
+      () => ioTimeoutError(this.operationTimeoutMs),
+    );
+  }
+
+  /** {@inheritDoc DurableEventStore.append} */
+  append(
+    sessionId: SessionId,
+    drafts: readonly DurableEventDraft[],
+    options?: DurableAppendOptions,
+  ): Promise<DurableAppendResult> {
+    // Not `async`: the queue's promise is returned as is, which saves microtask hops per append.
+    try {
+      throwIfAborted(options?.signal);
+      const id = checkSessionId(sessionId);
+      const valid = validateDraftBatch(drafts);
+      checkExpectedLastSequence(options?.expectedLastSequence);
+      // The queue enforces both deadlines and the signal itself (see group-commit.ts).
+      return this.#handle(id).appends.submit(valid, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** {@inheritDoc DurableEventStore.read} */
+  async read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const plan = planRead(options);
+    if (this.#neverWritten(id)) {
+      checkReadCursor(plan.after, null);
+      return buildReadPage([], plan, null);
+    }
+    return this.#locked(id, options?.signal, false, async (handle) => {
+      await handle.log.catchUp();
+      const head = handle.log.head;
+      checkReadCursor(plan.after, head);
+      const events = await handle.log.readPage(plan.after ?? 0, plan.limit);
+      return buildReadPage(events, plan, head);
+    });
+  }
+
+  /** {@inheritDoc DurableEventStore.getHeadSequence} */
+  async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    if (this.#neverWritten(id)) return null;
+    return this.#locked(id, options?.signal, false, async (handle) => {
+      await handle.log.catchUp();
+      return handle.log.head;
+    });
+  }
+
+  /** True when no log file exists and this store has nothing cached: an empty log, no lock needed. */
+  #neverWritten(id: SessionId): boolean {
+    const cached = this.#handles.get(id);
+    if (cached !== undefined && (cached.log.isOpen || !this.#isIdle(cached))) return false;
+    return !existsSync(sessionPaths(this.storageRoot, id).log);
+  }
+
+  /**
+   * Registers a listener for durable appends to `sessionId` made by any JSONL store object in
+   * this process. Appends from other processes are not pushed; read to see them.
+   */
+  watch(sessionId: SessionId, listener: DurableAppendListener): () => void {
+    return addLocalWatcher(sessionPaths(this.storageRoot, checkSessionId(sessionId)).log, listener);
+  }
+
+  /** Runs a lease decision under the session lock and persists the new state when it changed. */
+  #changeLease(
+    sessionId: SessionId,
+    signal: AbortSignal | undefined,
+    decide: (state: LeaseState | null, nowMs: number) => LeaseState,
+  ): Promise<DurableExecutionLeaseRecord> {
+    return this.#locked(sessionId, signal, true, async (handle, callSignal) => {
+      const state = handle.lease.read();
+      const next = decide(state, this.#clock());
+      if (next !== state) {
+        throwIfAborted(callSignal);
+        await handle.lease.write(next);
+      }
+      return leaseRecord(handle.id, next);
+    });
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.acquireExecutionLease} */
+  async acquireExecutionLease(sessionId: SessionId, options: DurableLeaseAcquireOptions): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    return this.#changeLease(sessionId, options.signal, (state, nowMs) => decideAcquire(state, options, nowMs));
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.renewExecutionLease} */
+  async renewExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options: DurableLeaseRenewOptions,
+  ): Promise<DurableExecutionLeaseRecord> {
+    throwIfAborted(options.signal);
+    return this.#changeLease(sessionId, options.signal, (state, nowMs) => decideRenew(state, fence, options.ttlMs, nowMs));
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.releaseExecutionLease} */
+  async releaseExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    await this.#changeLease(sessionId, options?.signal, (state, nowMs) => decideRelease(state, fence, nowMs));
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.assertExecutionLease} */
+  async assertExecutionLease(
+    sessionId: SessionId,
+    fence: DurableExecutionFence,
+    options?: DurableStoreCallOptions,
+  ): Promise<void> {
+    throwIfAborted(options?.signal);
+    await this.#locked(sessionId, options?.signal, false, async (handle) => {
+      checkFence(handle.lease.read(), fence, this.#clock());
+    });
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.inspectExecutionLease} */
+  async inspectExecutionLease(
+    sessionId: SessionId,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurableExecutionLeaseRecord | null> {
+    throwIfAborted(options?.signal);
+    return this.#locked(sessionId, options?.signal, false, async (handle) => {
+      const state = handle.lease.read();
+      return state === null ? null : leaseRecord(handle.id, state);
+    });
+  }
+
+  /** {@inheritDoc DurableExecutionLeaseStore.requiresExecutionLease} */
+  async requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
+    throwIfAborted(options?.signal);
+    return this.#locked(sessionId, options?.signal, false, async (handle) => handle.lease.read() !== null);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Construction options of the JSONL store, validated once.
+ *
+ * `lockTimeoutMs` bounds the wait for the process queue plus the OS lock (0 = one immediate
+ * attempt); `operationTimeoutMs` bounds a whole call and defaults to the lock budget plus
+ * {@link OPERATION_TIMEOUT_MARGIN_MS}, capped at `MAX_DURABLE_STORE_TIMEOUT_MS`. An operation
+ * budget below the lock budget, a non-integer, a negative value, an unknown key or a missing
+ * storage root is `DURABLE_EVENT_INVALID_OPTIONS`.
+ */
+import { DurableEventStoreError } from '../../../protocol/errors.js';
+import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../../protocol/limits.js';
+import type { StoreTestHooks } from '../../memory/memory-store.js';
+
+/** Default `lockTimeoutMs`. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
+/** Default gap between `lockTimeoutMs` and `operationTimeoutMs`. */
+export const OPERATION_TIMEOUT_MARGIN_MS = 15_000;
+
+/** Options of {@link JsonlDurableEventStore}. */
+export interface JsonlDurableEventStoreOptions {
+  /**
+   * Longest wait for the session lock (process queue plus OS lock), in milliseconds, per call.
+   * Default 10 000. `0` makes exactly one immediate attempt and fails with
+   * `DURABLE_EVENT_LOCK_TIMEOUT` if the session is busy.
+   */
+  lockTimeoutMs?: number | undefined;
+  /**
+   * Longest duration of a whole store call, in milliseconds; past it the call fails with
+   * `DURABLE_EVENT_IO_TIMEOUT`. Default `Math.min(MAX_DURABLE_STORE_TIMEOUT_MS, lockTimeoutMs + 15000)`.
+   * Must be at least `lockTimeoutMs`.
+   */
+  operationTimeoutMs?: number | undefined;
+  /** Clock in epoch milliseconds for `recordedAt` and lease expiry (default `Date.now`). */
+  clock?: (() => number) | undefined;
+  /** Test-only fault injection: `beforeCommit` throwing fails that append with nothing written. */
+  testHooks?: StoreTestHooks | undefined;
+}
+
+/** Options with every default applied. */
+export interface ResolvedJsonlOptions {
+  lockTimeoutMs: number;
+  operationTimeoutMs: number;
+  clock: () => number;
+  testHooks: StoreTestHooks;
+}
+
+const KNOWN_KEYS: ReadonlySet<string> = new Set(['lockTimeoutMs', 'operationTimeoutMs', 'clock', 'testHooks']);
+
+function invalid(message: string): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', message);
+}
+
+function integerIn(name: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > MAX_DURABLE_STORE_TIMEOUT_MS) {
+    throw invalid(`${name} must be an integer in ${min}..${MAX_DURABLE_STORE_TIMEOUT_MS} ms, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** Validates the constructor arguments and applies defaults. */
+export function resolveJsonlOptions(storageRoot: unknown, options: unknown): ResolvedJsonlOptions {
+  if (typeof storageRoot !== 'string' || storageRoot.length === 0 || storageRoot.includes('\0')) {
+    throw invalid('storageRoot must be a non-empty path');
+  }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalid('options must be an object');
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_KEYS.has(key)) throw invalid(`unknown option ${JSON.stringify(key)}`);
+  }
+  const o = options as JsonlDurableEventStoreOptions;
+  const lockTimeoutMs = o.lockTimeoutMs === undefined ? DEFAULT_LOCK_TIMEOUT_MS : integerIn('lockTimeoutMs', o.lockTimeoutMs, 0);
+  const operationTimeoutMs =
+    o.operationTimeoutMs === undefined
+      ? Math.max(1, Math.min(MAX_DURABLE_STORE_TIMEOUT_MS, lockTimeoutMs + OPERATION_TIMEOUT_MARGIN_MS))
+      : integerIn('operationTimeoutMs', o.operationTimeoutMs, 1);
+  if (operationTimeoutMs < lockTimeoutMs) {
+    throw invalid(`operationTimeoutMs (${operationTimeoutMs}) must be at least lockTimeoutMs (${lockTimeoutMs})`);
+  }
+  if (o.clock !== undefined && typeof o.clock !== 'function') throw invalid('clock must be a function');
+  if (o.testHooks !== undefined && (typeof o.testHooks !== 'object' || o.testHooks === null)) {
+    throw invalid('testHooks must be an object');
+  }
+  return { lockTimeoutMs, operationTimeoutMs, clock: o.clock ?? Date.now, testHooks: o.testHooks ?? {} };
+}

@@ -1,0 +1,157 @@
+/**
+ * What one store object keeps per session, and how it takes the session lock.
+ *
+ * A handle bundles the session's paths, its validated log cache ({@link SessionLog}), its lock
+ * sidecar descriptor, its lease file cache and its group-commit queue. `lockSession` takes the
+ * process-wide queue first, then the OS advisory lock, so store objects of one process never
+ * poll against each other and other processes are excluded by the kernel:
+ * - `lockTimeoutMs: 0` makes exactly one attempt of each and fails with
+ *   `DURABLE_EVENT_LOCK_TIMEOUT` if either is taken;
+ * - otherwise it waits in the queue, then polls the OS lock, until `signal` aborts or the
+ *   monotonic `deadlineMs` passes.
+ * The returned release drops the OS lock, then hands the queue to the next waiter.
+ */
+import { mkdirSync } from 'node:fs';
+import type { SessionId } from '../../../protocol/ids.js';
+import { DurableEventStoreError } from '../../../protocol/errors.js';
+import type { StoreTestHooks } from '../../memory/memory-store.js';
+import { commitAppendGroup } from './append-commit.js';
+import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
+import { GroupCommitQueue, type ReleaseLock } from './group-commit.js';
+import { LeaseFile } from './lease-file.js';
+import { notifyLocalWatchers } from './local-watchers.js';
+import { enterProcessQueue, tryEnterProcessQueue } from './process-queue.js';
+import { SessionLog } from './session-file.js';
+import { sessionPaths, type SessionPaths } from './session-paths.js';
+
+/** Per-session state of one store object. */
+export interface SessionHandle {
+  id: SessionId;
+  paths: SessionPaths;
+  log: SessionLog;
+  lock: SessionFileLock;
+  lease: LeaseFile;
+  appends: GroupCommitQueue;
+  directoryReady: boolean;
+  /** Store calls in flight that use this handle (queued appends are counted by `appends.busy`). */
+  users: number;
+}
+
+/** Store settings a handle needs. */
+export interface SessionHandleConfig {
+  lockTimeoutMs: number;
+  operationTimeoutMs: number;
+  clock: () => number;
+  hooks: StoreTestHooks;
+}
+
+/** Builds the `DURABLE_EVENT_IO_TIMEOUT` error of a call that outlived `operationTimeoutMs`. */
+export function ioTimeoutError(operationTimeoutMs: number): DurableEventStoreError {
+  return new DurableEventStoreError(
+    'DURABLE_EVENT_IO_TIMEOUT',
+    `the store call exceeded operationTimeoutMs (${operationTimeoutMs} ms); a write may or may not have happened`,
+    { details: { operationTimeoutMs } },
+  );
+}
+
+/** A handle for `id` under the absolute `root`; opens nothing yet. */
+export function createSessionHandle(root: string, id: SessionId, config: SessionHandleConfig): SessionHandle {
+  const paths = sessionPaths(root, id);
+  const handle: SessionHandle = {
+    id,
+    paths,
+    log: new SessionLog(paths.log, id),
+    lock: new SessionFileLock(paths.lock),
+    lease: new LeaseFile(paths.lease),
+    directoryReady: false,
+    users: 0,
+    appends: new GroupCommitQueue({
+      lockTimeoutMs: config.lockTimeoutMs,
+      operationTimeoutMs: config.operationTimeoutMs,
+      ioTimeout: () => ioTimeoutError(config.operationTimeoutMs),
+      tryLock: () => tryLockSession(handle),
+      // Each queued append has its own lock deadline; the group waits until the last one leaves.
+      lock: (signal) => lockSession(handle, config.lockTimeoutMs, signal, Number.POSITIVE_INFINITY),
+      commit: (requests) => commitAppendGroup(handle, requests, config.clock, config.hooks),
+      committed: (results) => {
+        for (const result of results) {
+          notifyLocalWatchers(paths.log, { sessionId: id, lastSequence: result.lastSequence });
+        }
+      },
+    }),
+  };
+  return handle;
+}
+
+/** Closes the handle's descriptors and drops its caches (only while it is idle). */
+export function closeSessionHandle(handle: SessionHandle): void {
+  handle.log.close();
+  handle.lock.close();
+}
+
+/**
+ * The synchronous fast path of {@link lockSession}: one attempt at the queue and the OS lock.
+ * `'busy'` when either is held; `'not-ready'` before the first `lockSession` of this handle
+ * (the addon and the directory are set up there).
+ */
+export function tryLockSession(handle: SessionHandle): ReleaseLock | 'busy' | 'not-ready' {
+  const lib = loadedLockAddon();
+  if (lib === undefined || !handle.directoryReady) return 'not-ready';
+  const leaveQueue = tryEnterProcessQueue(handle.paths.log);
+  if (leaveQueue === undefined) return 'busy';
+  try {
+    if (!handle.lock.tryLock(lib)) {
+      leaveQueue();
+      return 'busy';
+    }
+  } catch (error) {
+    leaveQueue();
+    throw error;
+  }
+  return () => {
+    const error = handle.lock.unlock(lib);
+    leaveQueue();
+    return error;
+  };
+}
+
+/** Takes the process queue, then the OS lock (see the module header). */
+export async function lockSession(
+  handle: SessionHandle,
+  lockTimeoutMs: number,
+  signal: AbortSignal,
+  deadlineMs: number,
+): Promise<ReleaseLock> {
+  const lib = await loadLockAddon();
+  if (!handle.directoryReady) {
+    try {
+      mkdirSync(handle.paths.directory, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw new DurableEventStoreError('DURABLE_EVENT_LOCK_FAILED', `cannot create ${handle.paths.directory}`, {
+        cause: error,
+      });
+    }
+    handle.directoryReady = true;
+  }
+  const immediate = lockTimeoutMs === 0;
+  let leaveQueue = tryEnterProcessQueue(handle.paths.log);
+  if (leaveQueue === undefined) {
+    if (immediate) throw lockTimeoutError(0);
+    leaveQueue = await enterProcessQueue(handle.paths.log, signal);
+  }
+  try {
+    if (!handle.lock.tryLock(lib)) {
+      if (immediate) throw lockTimeoutError(0);
+      await handle.lock.acquire(lib, deadlineMs, lockTimeoutMs, signal);
+    }
+  } catch (error) {
+    leaveQueue();
+    throw error;
+  }
+  const queue = leaveQueue;
+  return () => {
+    const error = handle.lock.unlock(lib);
+    queue();
+    return error;
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * The shared conformance harness against JsonlDurableEventStore, run as `durable`: `restart`
+ * opens a NEW store object on the same root (a fresh cache that must revalidate the files) and
+ * `failNextCommit` arms `testHooks.beforeCommit`.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { JsonlDurableEventStore } from '../../src/advanced.js';
+import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
+import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
+import { tempRoot } from './helpers.js';
+
+const { root, cleanup } = tempRoot();
+afterAll(cleanup);
+
+/** Stores share one failure switch per root so the armed failure survives a restart. */
+const failSwitch = { armed: false };
+
+function openStore(): JsonlDurableEventStore {
+  return new JsonlDurableEventStore(root, {
+    testHooks: {
+      beforeCommit: () => {
+        if (!failSwitch.armed) return;
+        failSwitch.armed = false;
+        throw new Error('injected commit failure');
+      },
+    },
+  });
+}
+
+describe('runStoreConformance against JsonlDurableEventStore', () => {
+  it('passes every check as a durable store', async () => {
+    const stores: JsonlDurableEventStore[] = [];
+    const result = await runStoreConformance<JsonlDurableEventStore>({
+      createStore: () => {
+        const store = openStore();
+        stores.push(store);
+        return store;
+      },
+      restart: () => {
+        const store = openStore();
+        stores.push(store);
+        return store;
+      },
+      failNextCommit: () => {
+        failSwitch.armed = true;
+      },
+      leaseTtlMs: 60,
+    });
+    expect(result.mode).toBe('durable');
+    expect(result.skipped).toEqual([]);
+    expect(result.checks.length).toBe(storeConformanceChecks.length);
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
+  it('satisfies both store contracts at the type level', () => {
+    const store = openStore() satisfies DurableEventStore & DurableExecutionLeaseStore;
+    expect(typeof store.watch).toBe('function');
+  });
+});
