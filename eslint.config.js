@@ -44,7 +44,7 @@ const runtimeFreeImportPatterns = [
 
 export default defineConfig(
   {
-    ignores: ['node_modules/**', '.wrangler/**', 'dist/**', 'coverage/**', '.tmp/**', 'test/fixtures/lint/**'],
+    ignores: ['node_modules/**', '**/.wrangler/**', 'dist/**', 'coverage/**', '.tmp/**', 'test/fixtures/lint/**'],
   },
   {
     files: ['**/*.{ts,mts,js,mjs}'],
