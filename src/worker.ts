@@ -6,9 +6,33 @@
  *   migration.
  * - `DurableObjectEventStore`: the store contract over that binding, for Worker code that runs a
  *   journal, a recovery coordinator or a lease against a session.
+ * - Durable tool calls inside the object: subclass `SessionObject`, override `agents()` (an
+ *   `AgentMounts`), export and bind the subclass; start calls over RPC (`startToolCall`) or HTTP
+ *   (`POST /v1/sessions/:sessionId/runs/:runId/tool-calls`). Sleeps survive eviction: the object's
+ *   alarm resumes them. See docs/durability.md.
  * This entry imports `cloudflare:workers`; it only loads inside the Workers runtime.
  */
 export { SessionObject } from '../worker/session-object.js';
+export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from '../worker/session-object-durability.js';
+export {
+  DEFAULT_RUN_RETRY_POLICY,
+  RUN_OUTCOME_KEY,
+  type AgentMounts,
+  type RunRetryPolicy,
+} from '../worker/session-object-outcomes.js';
+export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from '../worker/session-object-timers.js';
+export type {
+  RpcDurabilityReadOptions,
+  RunDeliveryInput,
+  RunDeliveryReceipt,
+  RunState,
+  SessionObjectDurabilityRpc,
+  StartToolCallInput,
+  SubscriberDurabilityMessage,
+  ToolCallAccepted,
+  ToolCallState,
+  ToolRunStatus,
+} from './adapters/durable-object/durability-rpc.js';
 export {
   DurableObjectEventStore,
   sessionObjectRpc,
@@ -47,4 +71,5 @@ export {
 } from './adapters/durable-object/journal-rpc.js';
 export { DurableObjectSqlDriver, type DurableObjectSqlStorageLike } from './adapters/durable-object/storage-sql-driver.js';
 export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './adapters/sql/sql-store.js';
+export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './adapters/sql/sql-durability.js';
 export type { SqlDriver, SqlValue } from './adapters/sql/driver.js';

@@ -61,12 +61,8 @@ import { DurableEventStoreError } from '../src/protocol/errors.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../src/protocol/events.js';
 import type { EventSequence, SessionId } from '../src/protocol/ids.js';
 import type { JsonValue } from '../src/protocol/json.js';
-import {
-  DEFAULT_RUN_RETRY_POLICY,
-  SessionDurability,
-  type AgentMounts,
-  type RunRetryPolicy,
-} from './session-object-durability.js';
+import { SessionDurability } from './session-object-durability.js';
+import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './session-object-outcomes.js';
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './session-object-timers.js';
 import { HeadWaiters, isPast } from './session-object-waiters.js';
 import { SessionSockets } from './session-object-sockets.js';

@@ -1,0 +1,384 @@
+/**
+ * Durable tool calls inside a SessionObject, resumed by the object's alarm.
+ *
+ * The object mounts its agents (`SessionObject.agents()`) on an agent runtime over its own SQL
+ * store with `durability: true`, so a handler's `step` / `sleep` / `waitFor` write the session's
+ * durability ledger in the events' transaction domain. On top of that:
+ * 1. Start: `startToolCall` stores the call in `tool_runs` (what a replay needs) and runs the
+ *    handler in the object, without holding the request. The outcome becomes a `run_event`
+ *    record `run` (completed with `{ result }`, failed with `{ error, attempts }`; see
+ *    `session-object-outcomes.ts`).
+ * 2. Deadlines: the transaction that records a `sleep` (or a `wait` with a timeout) of a call
+ *    the object runs also inserts a timer row; after commit the alarm is armed to the earliest row
+ *    (`session-object-timers.ts`). The handler itself waits locally while the object lives.
+ * 3. Alarm: each due row is consumed in the transaction that records its fact — `run_event`
+ *    `sleep-elapsed-<sleep sequence>` for a sleep, `wait_timeout` for a wait — so a duplicate
+ *    alarm finds nothing (and the ledger identities are idempotent anyway). If no execution of
+ *    the call is in memory (the object was evicted or restarted), the call is resumed by replay
+ *    (`runtime.recover(..., 'replay')`): recorded steps return their results, the elapsed sleep
+ *    returns at once, the rest runs.
+ * 4. Failure: a handler that throws records `run_event` `attempt-<n>` (failed) and gets a retry
+ *    timer; after `maxAttempts` executions the call is recorded failed. Completion and failure
+ *    remove the call's pending timers in the same transaction.
+ * 5. Deliveries: `deliver` records the delivery (idempotent by id), which wakes live waiters,
+ *    and resumes the run's idle calls by replay (an evicted waiter).
+ * 6. Wake-up: a new instance re-arms the alarm and resumes running calls that have no pending
+ *    deadline (interrupted mid-step); calls with a deadline wait for it. Without any wake-up, a
+ *    `durability.resume` check one minute after a call's start or last step does the same (it is
+ *    dropped while a sleep or wait is pending, and when the check finds the call running).
+ * 7. Progress: every created record is sent to the session's WebSocket subscribers as a
+ *    `{ "type": "durability", "record": ... }` frame after commit (`session-object-frames.ts`).
+ */
+import type {
+  RunDeliveryInput,
+  RunDeliveryReceipt,
+  RunState,
+  StartToolCallInput,
+  ToolCallAccepted,
+  ToolCallState,
+} from '../src/adapters/durable-object/durability-rpc.js';
+import type { SqlDurableEventStore } from '../src/adapters/sql/sql-store.js';
+import { deliverDurably } from '../src/core/durability/deliver.js';
+import type { DurabilityRecord } from '../src/core/durability/ledger-contract.js';
+import { checkDurabilityKey, checkDurabilityValue } from '../src/core/durability/ledger-engine.js';
+import { toolCallScope } from '../src/core/durability/scope.js';
+import { createAgentRuntime } from '../src/core/runtime/agent-runtime.js';
+import type { AgentRuntime } from '../src/core/runtime/runtime-types.js';
+import { DurabilityError } from '../src/protocol/errors.js';
+import type { SessionId } from '../src/protocol/ids.js';
+import { canonicalJson, type JsonValue } from '../src/protocol/json.js';
+import { broadcastDurability } from './session-object-frames.js';
+import {
+  checkedPolicy,
+  describeError,
+  RUN_OUTCOME_KEY,
+  runEventIdentity,
+  runStatus,
+  toolCallState,
+  type AgentMounts,
+  type RunRetryPolicy,
+} from './session-object-outcomes.js';
+import { runInput, ToolRunTable, type ToolRunRow } from './session-object-runs.js';
+import { parseRunTimerPayload, TIMER_KINDS, TimerTable, type TimerRow, type UserTimer } from './session-object-timers.js';
+
+/** How long after a call's last step (or start) the alarm checks that something still runs it. */
+export const RESUME_CHECK_MS = 60_000;
+/** A user timer whose `onTimer` threw runs again this much later. */
+export const USER_TIMER_RETRY_DELAY_MS = 5_000;
+
+/** What the object lends to its durability part. */
+export interface DurabilityHost {
+  readonly ctx: DurableObjectState;
+  readonly store: SqlDurableEventStore;
+  agents(): AgentMounts;
+  retryPolicy(): RunRetryPolicy;
+  onTimer(timer: UserTimer): void | Promise<void>;
+}
+
+type Outcome = { ok: true; value: JsonValue } | { ok: false; error: unknown };
+
+function invalidInput(message: string): DurabilityError {
+  return new DurabilityError('DURABILITY_INVALID_INPUT', message);
+}
+
+/** The durability part of a SessionObject (see the module header). */
+export class SessionDurability {
+  readonly timers: TimerTable;
+  readonly runs: ToolRunTable;
+  readonly #host: DurabilityHost;
+  readonly #live = new Map<string, Promise<void>>();
+  #runtime: { runtime: AgentRuntime; mounts: AgentMounts } | undefined;
+
+  constructor(host: DurabilityHost) {
+    this.#host = host;
+    const driver = host.store.ledger.driver;
+    this.timers = new TimerTable(driver, host.ctx.storage);
+    this.runs = new ToolRunTable(driver);
+  }
+
+  /** True while an execution of `scope` is in this instance's memory. */
+  isLive(scope: string): boolean {
+    return this.#live.has(scope);
+  }
+
+  #mounted(): { runtime: AgentRuntime; mounts: AgentMounts } {
+    if (this.#runtime === undefined) {
+      const mounts = this.#host.agents();
+      const runtime = createAgentRuntime({ store: this.#host.store, durability: true });
+      for (const [name, mount] of Object.entries(mounts)) runtime.mountAgent(name, mount);
+      this.#runtime = { runtime, mounts };
+    }
+    return this.#runtime;
+  }
+
+  // ---- hooks of the store -------------------------------------------------------------------
+
+  /** Inside the transaction that creates `record`: a deadline of a call we run becomes a timer row. */
+  withinCreate(record: DurabilityRecord): void {
+    if (record.kind === 'delivery' || record.kind === 'run_event') return;
+    const { sessionId, scope } = record;
+    if (!this.runs.isRunning(sessionId, scope)) return;
+    const payload = { sessionId, scope, key: record.key, sequence: record.sequence };
+    const timerKey = JSON.stringify([scope, record.key]);
+    if (record.kind === 'sleep') {
+      this.timers.put(TIMER_KINDS.sleep, timerKey, record.untilMs, payload);
+      this.timers.delete(TIMER_KINDS.resume, scope);
+    } else if (record.kind === 'wait') {
+      // A wait resumes through its delivery, its timeout, or a wake-up: no check needed.
+      if (record.deadlineMs !== null) this.timers.put(TIMER_KINDS.wait, timerKey, record.deadlineMs, payload);
+      this.timers.delete(TIMER_KINDS.resume, scope);
+    } else {
+      this.#putResumeCheck(sessionId, scope);
+    }
+  }
+
+  /** (Re)schedules the check that resumes `scope` if an eviction stops it between steps. */
+  #putResumeCheck(sessionId: SessionId, scope: string): void {
+    this.timers.put(TIMER_KINDS.resume, scope, Date.now() + RESUME_CHECK_MS, { sessionId, scope });
+  }
+
+  /** After the commit of a created record: push it to subscribers; arm the alarm for a new deadline. */
+  afterCreate(record: DurabilityRecord): void {
+    broadcastDurability(this.#host.ctx, record);
+    if (record.kind === 'sleep' || record.kind === 'wait') this.#arm();
+  }
+
+  #arm(): void {
+    this.timers.arm().catch((error: unknown) => console.error(`session object: arming the alarm failed: ${String(error)}`));
+  }
+
+  // ---- tool calls -----------------------------------------------------------------------------
+
+  /** Starts a call (or resumes an idle, unfinished one); see `SessionObjectDurabilityRpc.startToolCall`. */
+  startToolCall(sessionId: SessionId, input: StartToolCallInput): ToolCallAccepted {
+    if (typeof input !== 'object' || input === null) throw invalidInput('startToolCall needs { runId, agent, toolName, toolCallId, input }');
+    const runId = checkDurabilityKey(input.runId, 'runId');
+    const agent = checkDurabilityKey(input.agent, 'agent');
+    const toolName = checkDurabilityKey(input.toolName, 'toolName');
+    const toolCallId = checkDurabilityKey(input.toolCallId, 'toolCallId');
+    const value = checkDurabilityValue(input.input, 'input');
+    const tools = this.#mounted().mounts[agent]?.tools;
+    if (tools === undefined || !Object.hasOwn(tools, toolName)) {
+      throw invalidInput(`no tool ${JSON.stringify(toolName)} is mounted on agent ${JSON.stringify(agent)} in this session object`);
+    }
+    const scope = toolCallScope(runId, toolName, toolCallId);
+    const { run, created } = this.#host.store.ledger.driver.transaction(() => {
+      const existing = this.runs.get(sessionId, scope);
+      if (existing === undefined) {
+        const inputJson = JSON.stringify(value);
+        return { run: this.runs.insert({ sessionId, scope, runId, toolCallId, agent, toolName, inputJson, startedMs: Date.now() }), created: true };
+      }
+      if (existing.agent !== agent || canonicalJson(runInput(existing)) !== canonicalJson(value)) {
+        throw new DurabilityError('DURABILITY_CONFLICT', `tool call ${toolCallId} of run ${runId} was started with another agent or input`, {
+          details: { runId, toolCallId },
+        });
+      }
+      return { run: existing, created: false };
+    });
+    if (created) this.#execute(run, 'call');
+    else if (run.status === 'running') this.#execute(run, 'replay');
+    return { runId, toolCallId, status: run.status };
+  }
+
+  /**
+   * {@link startToolCall}, then waits until the execution in memory settles (completed, failed, or
+   * a retry scheduled) and reports the call. For short calls; a call that sleeps holds the caller.
+   */
+  async runToolCall(sessionId: SessionId, input: StartToolCallInput): Promise<ToolCallState> {
+    const accepted = this.startToolCall(sessionId, input);
+    const scope = toolCallScope(accepted.runId, input.toolName, accepted.toolCallId);
+    await this.#live.get(scope)?.catch(() => undefined);
+    const state = this.getRun(sessionId, accepted.runId).toolCalls.find((call) => call.toolCallId === accepted.toolCallId);
+    if (state === undefined) throw new DurabilityError('DURABILITY_CORRUPT_RECORD', `tool call ${accepted.toolCallId} vanished`);
+    return state;
+  }
+
+  /** Runs `run` in the background unless an execution of it is already in memory. */
+  #execute(run: ToolRunRow, mode: 'call' | 'replay'): void {
+    if (this.#live.has(run.scope)) return;
+    if (this.timers.get(TIMER_KINDS.resume, run.scope) === undefined) {
+      this.#putResumeCheck(run.sessionId, run.scope);
+      this.#arm();
+    }
+    const task = (async () => {
+      let outcome: Outcome;
+      try {
+        const { runtime } = this.#mounted();
+        const call = {
+          sessionId: run.sessionId,
+          runId: run.runId,
+          agent: run.agent,
+          toolName: run.toolName,
+          toolCallId: run.toolCallId,
+          input: runInput(run),
+        };
+        const output = mode === 'call' ? await runtime.callTool(call) : await runtime.recover({ ...call, decision: 'replay' });
+        outcome = { ok: true, value: checkDurabilityValue(output === undefined ? null : output, 'the tool output') };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+      // Leave the live set and record the outcome in one synchronous turn: nothing can start a
+      // second execution in between.
+      this.#live.delete(run.scope);
+      this.#settle(run, outcome);
+    })();
+    this.#live.set(run.scope, task);
+    task.catch((error: unknown) => {
+      if (this.#live.get(run.scope) === task) this.#live.delete(run.scope);
+      console.error(`session object: recording the outcome of ${run.scope} failed: ${String(error)}`);
+    });
+  }
+
+  #settle(run: ToolRunRow, outcome: Outcome): void {
+    const { sessionId, scope } = run;
+    const durability = this.#host.store.durability;
+    if (outcome.ok) {
+      try {
+        durability.record(
+          sessionId,
+          { kind: 'run_event', scope, key: RUN_OUTCOME_KEY, status: 'completed', detail: { result: outcome.value } },
+          ({ record }) => this.#finish(run, record),
+        );
+        return;
+      } catch (error) {
+        if (!(error instanceof DurabilityError)) throw error;
+        // The output cannot be recorded (too large, say): that execution failed.
+        outcome = { ok: false, error };
+      }
+    }
+    const policy = checkedPolicy(this.#host.retryPolicy());
+    const attempt = (this.runs.get(sessionId, scope)?.attempts ?? run.attempts) + 1;
+    const error = describeError(outcome.error);
+    if (attempt < policy.maxAttempts) {
+      const retryAtMs = Date.now() + policy.retryDelayMs * attempt;
+      durability.record(
+        sessionId,
+        { kind: 'run_event', scope, key: `attempt-${attempt}`, status: 'failed', detail: { error, attempt, retryAtMs } },
+        ({ created }) => {
+          if (!created) return;
+          this.runs.update(sessionId, scope, 'running', attempt);
+          this.timers.put(TIMER_KINDS.retry, scope, retryAtMs, { sessionId, scope });
+          this.timers.delete(TIMER_KINDS.resume, scope);
+        },
+      );
+      this.#arm();
+      return;
+    }
+    durability.record(
+      sessionId,
+      { kind: 'run_event', scope, key: RUN_OUTCOME_KEY, status: 'failed', detail: { error, attempts: attempt } },
+      ({ record }) => this.#finish(run, record, attempt),
+    );
+  }
+
+  /** Inside the outcome's transaction: mirror the recorded outcome, drop the call's timers. */
+  #finish(run: ToolRunRow, record: DurabilityRecord, attempts?: number): void {
+    const status = record.kind === 'run_event' ? record.status : 'failed';
+    const current = this.runs.get(run.sessionId, run.scope);
+    this.runs.update(run.sessionId, run.scope, status, attempts ?? current?.attempts ?? run.attempts);
+    this.timers.deleteRunTimers(run.scope);
+  }
+
+  /** Replays `scope` if it is still running and nothing in memory executes it. Returns whether it did. */
+  #resumeIfIdle(sessionId: SessionId, scope: string): boolean {
+    const run = this.runs.get(sessionId, scope);
+    if (run === undefined || run.status !== 'running' || this.#live.has(scope)) return false;
+    this.#execute(run, 'replay');
+    return true;
+  }
+
+  /** Records a delivery and resumes the run's idle calls; see `SessionObjectDurabilityRpc.deliver`. */
+  async deliver(sessionId: SessionId, input: RunDeliveryInput): Promise<RunDeliveryReceipt> {
+    if (typeof input !== 'object' || input === null) throw invalidInput('deliver needs { runId, key, deliveryId, payload }');
+    const runId = checkDurabilityKey(input.runId, 'runId');
+    const receipt = await deliverDurably(this.#host.store, sessionId, {
+      runId,
+      key: input.key,
+      deliveryId: input.deliveryId,
+      payload: input.payload,
+    });
+    const resumed = this.runs
+      .ofRun(sessionId, runId)
+      .filter((run) => this.#resumeIfIdle(sessionId, run.scope))
+      .map((run) => run.toolCallId);
+    return { ...receipt, resumed };
+  }
+
+  /** The run's tool calls; see `SessionObjectDurabilityRpc.getRun`. */
+  getRun(sessionId: SessionId, runId: string): RunState {
+    const id = checkDurabilityKey(runId, 'runId');
+    const toolCalls = this.runs.ofRun(sessionId, id).map((run) => {
+      const outcome = run.status === 'running' ? undefined : this.#host.store.durability.find(sessionId, runEventIdentity(run.scope, RUN_OUTCOME_KEY));
+      return toolCallState(run, this.#live.has(run.scope), outcome);
+    });
+    return { runId: id, status: runStatus(toolCalls), toolCalls };
+  }
+
+  // ---- alarm and wake-up ----------------------------------------------------------------------
+
+  /** Handles every due timer, then re-arms the alarm for the next one. */
+  async alarm(): Promise<void> {
+    const nowMs = Date.now();
+    for (const timer of this.timers.due(nowMs)) {
+      try {
+        await this.#fire(timer, nowMs);
+      } catch (error) {
+        console.error(`session object: timer ${timer.kind} failed: ${String(error)}`);
+      }
+    }
+    await this.timers.arm();
+  }
+
+  async #fire(timer: TimerRow, nowMs: number): Promise<void> {
+    if (timer.kind === TIMER_KINDS.user) {
+      const userTimer: UserTimer = { key: timer.key, dueMs: timer.dueMs, payload: timer.payload };
+      try {
+        await this.#host.onTimer(userTimer);
+      } catch (error) {
+        this.timers.postponeIfUnchanged(timer, nowMs + USER_TIMER_RETRY_DELAY_MS);
+        throw error;
+      }
+      this.timers.deleteIfUnchanged(timer);
+      return;
+    }
+    const run = parseRunTimerPayload(timer);
+    if (run === undefined || !this.runs.isRunning(run.sessionId, run.scope)) {
+      this.timers.deleteIfUnchanged(timer);
+      return;
+    }
+    const consume = (): void => {
+      this.timers.deleteIfUnchanged(timer);
+    };
+    const durability = this.#host.store.durability;
+    if (timer.kind === TIMER_KINDS.resume && this.#live.has(run.scope)) {
+      // Still running here: the next step schedules the next check.
+      consume();
+      return;
+    }
+    if (timer.kind === TIMER_KINDS.sleep && run.key !== undefined) {
+      const detail = { key: run.key, untilMs: timer.dueMs };
+      const key = `sleep-elapsed-${run.sequence ?? 0}`;
+      durability.record(run.sessionId, { kind: 'run_event', scope: run.scope, key, status: 'completed', detail }, consume);
+    } else if (timer.kind === TIMER_KINDS.wait && run.key !== undefined) {
+      durability.record(run.sessionId, { kind: 'wait_timeout', scope: run.scope, key: run.key }, consume);
+    } else {
+      consume();
+    }
+    this.#resumeIfIdle(run.sessionId, run.scope);
+  }
+
+  /**
+   * Runs once per instance: re-arms the alarm and resumes running calls that no deadline will
+   * resume (an eviction interrupted them mid-step, or they wait for a delivery without timeout).
+   */
+  wake(): void {
+    this.#arm();
+    try {
+      for (const run of this.runs.running()) {
+        if (!this.#live.has(run.scope) && !this.timers.hasDeadline(run.scope)) this.#execute(run, 'replay');
+      }
+    } catch (error) {
+      console.error(`session object: resuming interrupted tool calls failed: ${String(error)}`);
+    }
+  }
+}
