@@ -54,7 +54,7 @@ async function withinBound<T>(promise: Promise<T>, what: string): Promise<T> {
   try {
     return await Promise.race([promise, bound]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
   }
 }
 
