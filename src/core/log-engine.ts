@@ -20,11 +20,11 @@ import {
 } from '../protocol/errors.js';
 import {
   DURABLE_EVENT_SCHEMA_VERSION,
-  encodedEventBytes,
   parseDurableEventDraft,
   type DurableEventDraft,
   type DurableEventEnvelope,
 } from '../protocol/events.js';
+import { utf8ByteLength } from '../protocol/json.js';
 import {
   EventId,
   EventSequence,
@@ -183,6 +183,12 @@ export interface AppendPlanInput {
   lease: LeaseState | null;
   nowMs: number;
   newEventId?: () => EventId;
+  /**
+   * When given, receives `JSON.stringify(envelope)` of every planned event, in order (only once
+   * the whole plan succeeded), so an adapter can write the encoding the byte limits were checked on
+   * instead of encoding each event a second time.
+   */
+  encodings?: string[] | undefined;
 }
 
 /** Default event ID source: a random UUID. */
@@ -202,6 +208,7 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
   const nextId = input.newEventId ?? randomEventId;
   const base = input.head ?? 0;
   let batchBytes = 0;
+  const encodings: string[] = [];
   const events = input.drafts.map((draft, index) => {
     const { occurredAt, ...rest } = draft;
     // SAFETY: the draft was validated per type; adding store fields keeps the discriminant.
@@ -214,7 +221,9 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
       recordedAt,
       occurredAt: occurredAt ?? recordedAt,
     } as DurableEventEnvelope;
-    const bytes = encodedEventBytes(envelope);
+    const encoded = JSON.stringify(envelope);
+    encodings[index] = encoded;
+    const bytes = utf8ByteLength(encoded);
     if (bytes > MAX_EVENT_BYTES) {
       throw new DurableEventStoreError(
         'DURABLE_EVENT_LIMIT_EXCEEDED',
@@ -234,6 +243,7 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
   }
   const last = events[events.length - 1];
   if (last === undefined) throw invalidInput('an append needs at least one event');
+  input.encodings?.push(...encodings);
   return { previousSequence: input.head, lastSequence: last.sequence, events };
 }
 

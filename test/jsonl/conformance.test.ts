@@ -1,12 +1,20 @@
 /**
  * The shared conformance harness against JsonlDurableEventStore, run as `durable`: `restart`
  * opens a NEW store object on the same root (a fresh cache that must revalidate the files) and
- * `failNextCommit` arms `testHooks.beforeCommit`.
+ * `failNextCommit` arms `testHooks.beforeCommit`. The durability ledger checks (with
+ * `watchDurability`) run as extra checks.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
+import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
-import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
+import {
+  durabilityConformanceChecks,
+  durabilityWatchConformanceChecks,
+  runStoreConformance,
+  storeConformanceChecks,
+  type DurabilityConformanceStore,
+} from '../../src/conformance/index.js';
 import { tempRoot } from './helpers.js';
 
 const { root, cleanup } = tempRoot();
@@ -30,7 +38,7 @@ function openStore(): JsonlDurableEventStore {
 describe('runStoreConformance against JsonlDurableEventStore', () => {
   it('passes every check as a durable store', async () => {
     const stores: JsonlDurableEventStore[] = [];
-    const result = await runStoreConformance<JsonlDurableEventStore>({
+    const result = await runStoreConformance<DurabilityConformanceStore>({
       createStore: () => {
         const store = openStore();
         stores.push(store);
@@ -45,15 +53,19 @@ describe('runStoreConformance against JsonlDurableEventStore', () => {
         failSwitch.armed = true;
       },
       leaseTtlMs: 60,
+      extraChecks: [...durabilityConformanceChecks, ...durabilityWatchConformanceChecks],
     });
     expect(result.mode).toBe('durable');
     expect(result.skipped).toEqual([]);
-    expect(result.checks.length).toBe(storeConformanceChecks.length);
+    expect(result.checks.length).toBe(
+      storeConformanceChecks.length + durabilityConformanceChecks.length + durabilityWatchConformanceChecks.length,
+    );
     await Promise.all(stores.map((store) => store.close()));
   });
 
-  it('satisfies both store contracts at the type level', () => {
-    const store = openStore() satisfies DurableEventStore & DurableExecutionLeaseStore;
+  it('satisfies the store, lease and ledger contracts at the type level', () => {
+    const store = openStore() satisfies DurableEventStore & DurableExecutionLeaseStore & DurabilityLedgerStore;
     expect(typeof store.watch).toBe('function');
+    expect(typeof store.watchDurability).toBe('function');
   });
 });

@@ -221,6 +221,21 @@ describe('watch', () => {
   });
 });
 
+describe('the batch line', () => {
+  it('is exactly the JSON of the batch envelopes, as the engine encoded them for its byte limits', async () => {
+    const sessionId = SessionId('line-encoding');
+    const store = new JsonlDurableEventStore(root);
+    const result = await store.append(sessionId, [
+      tagDraft('ascii'),
+      { type: 'request_started', requestId: RequestId('üñí-ç😀'), data: {} },
+      tagDraft('line\u2028separator'),
+    ]);
+    const [line] = readFileSync(store.pathsOf(sessionId).log, 'utf8').split('\n');
+    expect(line).toBe(JSON.stringify(result.events));
+    await store.close();
+  });
+});
+
 describe('reads through the batch index', () => {
   it('serves every cursor and page size exactly, across batches of mixed sizes', async () => {
     const sessionId = SessionId('index-pages');

@@ -7,7 +7,9 @@
  *    hook, and serialize the batch as one line. A refused append gets its error; the head only
  *    moves for accepted ones. Once the group holds {@link MAX_GROUP_BYTES}, the remaining appends
  *    are deferred, unjudged, to the next group.
- * 3. Write every accepted line with one positional write and one fsync.
+ * 3. Write every accepted line with one positional write and one fsync (synchronous calls; see
+ *    `line-file.ts`).
+ * The lines are built from the encodings `planAppend` already produced for its byte limits.
  */
 import { planAppend, type LeaseState } from '../../../core/log-engine.js';
 import type { DurableAppendResult } from '../../../core/store.js';
@@ -30,20 +32,41 @@ export interface CommitTarget {
   lease: LeaseFile;
 }
 
-/** Judges and writes one group; one outcome per request, in order. Never throws. */
-export async function commitAppendGroup(
+/**
+ * Judges and writes one group; one outcome per request, in order. Never throws. Synchronous
+ * (an array) unless the catch-up has new bytes to read (a promise).
+ */
+export function commitAppendGroup(
   target: CommitTarget,
   requests: readonly AppendRequest[],
   clock: () => number,
   hooks: StoreTestHooks,
-): Promise<AppendOutcome[]> {
+): AppendOutcome[] | Promise<AppendOutcome[]> {
   // A cancelled append was already rejected by the queue; this outcome is never reported.
+  if (requests.every((request) => request.cancelled)) return requests.map(() => CANCELLED);
+  let reading: Promise<void> | undefined;
+  try {
+    reading = target.log.catchUp();
+  } catch (error) {
+    return requests.map(() => ({ kind: 'failed', error }));
+  }
+  if (reading === undefined) return judgeAndWrite(target, requests, clock, hooks);
+  return reading.then(
+    () => judgeAndWrite(target, requests, clock, hooks),
+    (error: unknown) => requests.map((): AppendOutcome => ({ kind: 'failed', error })),
+  );
+}
+
+/** Steps 2 and 3 of the module header, once the cache is current. */
+function judgeAndWrite(
+  target: CommitTarget,
+  requests: readonly AppendRequest[],
+  clock: () => number,
+  hooks: StoreTestHooks,
+): AppendOutcome[] {
   const outcomes: AppendOutcome[] = requests.map(() => CANCELLED);
-  if (requests.every((request) => request.cancelled)) return outcomes;
   let lease: LeaseState | null;
   try {
-    const reading = target.log.catchUp();
-    if (reading !== undefined) await reading;
     lease = target.lease.read();
   } catch (error) {
     return requests.map(() => ({ kind: 'failed', error }));
@@ -61,7 +84,16 @@ export async function commitAppendGroup(
       return;
     }
     try {
-      const result = planAppend({ sessionId: target.id, drafts: request.drafts, options: request.options, head, lease, nowMs });
+      const encodings: string[] = [];
+      const result = planAppend({
+        sessionId: target.id,
+        drafts: request.drafts,
+        options: request.options,
+        head,
+        lease,
+        nowMs,
+        encodings,
+      });
       try {
         hooks.beforeCommit?.(target.id);
       } catch (error) {
@@ -69,7 +101,9 @@ export async function commitAppendGroup(
           cause: error,
         });
       }
-      const line = Buffer.from(`${JSON.stringify(result.events)}\n`);
+      // The engine's own encoding of each event (what the byte limits were checked on) forms the
+      // line, exactly as `JSON.stringify(result.events)` would.
+      const line = Buffer.from(`[${encodings.join(',')}]\n`);
       lines.push(line);
       spans.push({ first: (result.previousSequence ?? 0) + 1, last: result.lastSequence, bytes: line.length });
       accepted.push({ index, result });
@@ -82,7 +116,7 @@ export async function commitAppendGroup(
   if (accepted.length === 0) return outcomes;
   try {
     // SAFETY: `accepted` is non-empty, so `lines` is too.
-    await target.log.append(lines.length === 1 ? (lines[0] as Buffer) : Buffer.concat(lines), spans);
+    target.log.appendSync(lines.length === 1 ? (lines[0] as Buffer) : Buffer.concat(lines), spans);
     for (const { index, result } of accepted) outcomes[index] = { kind: 'committed', result };
   } catch (error) {
     for (const { index } of accepted) outcomes[index] = { kind: 'failed', error };

@@ -61,8 +61,11 @@ export interface GroupCommitPort {
   tryLock(): ReleaseLock | 'busy' | 'not-ready';
   /** Takes the process queue and the session lock; gives up when `signal` aborts. */
   lock(signal: AbortSignal): Promise<ReleaseLock>;
-  /** Under the lock: one outcome per request, in the same order (cancelled ones are skipped). */
-  commit(requests: readonly AppendRequest[]): Promise<AppendOutcome[]>;
+  /**
+   * Under the lock: one outcome per request, in the same order (cancelled ones are skipped);
+   * an array when it finished synchronously.
+   */
+  commit(requests: readonly AppendRequest[]): AppendOutcome[] | Promise<AppendOutcome[]>;
   /** After the lock is released: the durable appends, in commit order. */
   committed(results: readonly DurableAppendResult[]): void;
   /** Builds the error of an append that outlived `operationTimeoutMs`. */
@@ -197,10 +200,13 @@ export class GroupCommitQueue {
         first = false;
         if (this.#pending.length === 0) break;
         this.#state = 'waiting';
-        const release = await this.#acquire();
+        // The common case (lock free, cache current) runs without a single await.
+        let release = this.#tryAcquire();
+        if (release === 'wait') release = await this.#waitForLock();
         if (release === undefined) continue;
         this.#state = 'committing';
-        await this.#commitGroup(release);
+        const committing = this.#commitGroup(release);
+        if (committing !== undefined) await committing;
         this.#state = 'scheduled';
       }
     } finally {
@@ -214,19 +220,24 @@ export class GroupCommitQueue {
   }
 
   /**
-   * Takes the lock for the next group: one synchronous attempt first; then, unless this is a
-   * single-attempt store, the waiting path. `undefined` when no append is left to serve (they
-   * all left, or all failed with the lock error).
+   * One synchronous attempt at the lock for the next group: the release function, `'wait'` when
+   * the caller must wait (`#waitForLock`), or `undefined` when no append is left to serve
+   * (a single-attempt store found the lock busy, or the lock failed: they all got the error).
    */
-  async #acquire(): Promise<ReleaseLock | undefined> {
+  #tryAcquire(): ReleaseLock | 'wait' | undefined {
     try {
       const attempt = this.port.tryLock();
       if (typeof attempt === 'function') return attempt;
       if (attempt === 'busy' && this.port.lockTimeoutMs === 0) throw lockTimeoutError(0);
+      return 'wait';
     } catch (error) {
       this.#failPending(error);
       return undefined;
     }
+  }
+
+  /** The waiting path: `undefined` when every waiter left or the wait failed for all of them. */
+  async #waitForLock(): Promise<ReleaseLock | undefined> {
     const wait = new AbortController();
     this.#wait = wait;
     try {
@@ -241,15 +252,29 @@ export class GroupCommitQueue {
     }
   }
 
-  async #commitGroup(release: ReleaseLock): Promise<void> {
+  /** Commits the pending appends as one group; a promise only when the commit went asynchronous. */
+  #commitGroup(release: ReleaseLock): Promise<void> | undefined {
     const group = this.#pending.splice(0);
     for (const entry of group) entry.phase = 'taken';
-    let outcomes: AppendOutcome[];
+    const failAll = (error: unknown): AppendOutcome[] => group.map(() => ({ kind: 'failed', error }));
+    let outcomes: AppendOutcome[] | Promise<AppendOutcome[]>;
     try {
-      outcomes = await this.port.commit(group.map((entry) => entry.request));
+      outcomes = this.port.commit(group.map((entry) => entry.request));
     } catch (error) {
-      outcomes = group.map(() => ({ kind: 'failed', error }));
+      outcomes = failAll(error);
     }
+    if (Array.isArray(outcomes)) {
+      this.#finishGroup(group, release, outcomes);
+      return undefined;
+    }
+    return outcomes.then(
+      (settled) => this.#finishGroup(group, release, settled),
+      (error: unknown) => this.#finishGroup(group, release, failAll(error)),
+    );
+  }
+
+  /** Releases the lock, settles each append of the group, and reports the durable ones. */
+  #finishGroup(group: Entry[], release: ReleaseLock, outcomes: AppendOutcome[]): void {
     const unlockError = release();
     const committed: DurableAppendResult[] = [];
     const deferred: Entry[] = [];

@@ -1,8 +1,10 @@
 /**
- * JsonlDurableEventStore: the store contract on local JSONL files, safe across processes.
+ * JsonlDurableEventStore: the store contract and the durability ledger on local JSONL files,
+ * safe across processes.
  *
- * Each session has a log (`.jsonl`, one line per append batch), a lock sidecar (`.jsonl.lock`)
- * and lease state (`.lease.json`) under `{root}/durable-events/`. Every call:
+ * Each session has a log (`.jsonl`, one line per append batch), a lock sidecar (`.jsonl.lock`),
+ * lease state (`.lease.json`) and a durability ledger (`.ledger.jsonl`, one line per record)
+ * under `{root}/durable-events/`. Every call:
  * 1. validates its input before waiting for anything;
  * 2. runs under `operationTimeoutMs` (`DURABLE_EVENT_IO_TIMEOUT`) and the caller's signal;
  * 3. takes the process-wide queue of the session, then the OS advisory lock on the sidecar,
@@ -10,7 +12,8 @@
  *    (see `group-commit.ts`);
  * 4. under the lock, catches the cached head up with bytes other processes appended, reads the
  *    lease state, lets the core log engine decide, writes and fsyncs;
- * 5. releases the lock, then resolves and notifies in-process watchers.
+ * 5. releases the lock, then resolves and notifies listeners (`watch-registry.ts`: in-process
+ *    commits at once, other processes' writes through `fs.watch`).
  *
  * The store keeps at most {@link MAX_CACHED_SESSIONS} idle sessions' descriptors and indexes;
  * `close()` releases them all. See `README.md` next to this file for the file format and the
@@ -18,7 +21,7 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { anySignal, throwIfAborted, withDeadline } from '../../../core/abort.js';
+import { throwIfAborted } from '../../../core/abort.js';
 import {
   buildReadPage,
   checkExpectedLastSequence,
@@ -47,30 +50,45 @@ import type {
   DurableReadResult,
   DurableStoreCallOptions,
 } from '../../../core/store.js';
-import { DurableEventStoreError } from '../../../protocol/errors.js';
+import type {
+  DurabilityLedgerStore,
+  DurabilityListener,
+  DurabilityReadOptions,
+  DurabilityReadResult,
+  DurabilityRecordDraft,
+  DurabilityRecordResult,
+} from '../../../core/durability/ledger-contract.js';
+import {
+  buildDurabilityPage,
+  checkDurabilityCursor,
+  checkDurabilitySessionId,
+  durabilityIdentity,
+  planDurabilityRead,
+  validateDurabilityDraft,
+} from '../../../core/durability/ledger-engine.js';
 import type { DurableEventDraft } from '../../../protocol/events.js';
-import type { EventSequence, SessionId } from '../../../protocol/ids.js';
+import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import type { StoreTestHooks } from '../../memory/memory-store.js';
-import { lockTimeoutError } from './file-lock.js';
-import type { ReleaseLock } from './group-commit.js';
-import { addLocalWatcher } from './local-watchers.js';
+import { runBounded, type CallState } from './bounded-call.js';
+import { ledgerHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './ledger-calls.js';
 import { resolveJsonlOptions, type JsonlDurableEventStoreOptions } from './options.js';
 import {
   closeSessionHandle,
   createSessionHandle,
   ioTimeoutError,
-  lockSession,
+  underSessionLock,
   type SessionHandle,
 } from './session-handle.js';
 import { sessionPaths, type SessionPaths } from './session-paths.js';
+import { addFileListener, notifyCommitted } from './watch-registry.js';
 
 /** Idle sessions whose descriptors and index a store keeps open (least recently used are closed first). */
 export const MAX_CACHED_SESSIONS = 128;
 
 /**
  * Durable event store on local JSONL files with OS advisory locks, usable from several Node.js
- * processes on one host at once. Implements {@link DurableEventStore} and
- * {@link DurableExecutionLeaseStore}.
+ * processes on one host at once. Implements {@link DurableEventStore},
+ * {@link DurableExecutionLeaseStore} and {@link DurabilityLedgerStore}.
  *
  * @example
  * const store = new JsonlDurableEventStore('/var/lib/my-agent', { lockTimeoutMs: 15_000 });
@@ -79,13 +97,15 @@ export const MAX_CACHED_SESSIONS = 128;
  * ], { expectedLastSequence: null });
  * const page = await store.read(SessionId('session-123'), { after: result.previousSequence ?? undefined });
  */
-export class JsonlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+export class JsonlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
   /** Absolute storage root. */
   readonly storageRoot: string;
   /** Budget for the process queue plus the OS lock, per call; 0 = one immediate attempt. */
   readonly lockTimeoutMs: number;
   /** Budget of a whole store call. */
   readonly operationTimeoutMs: number;
+  /** Interval of the optional timed look for other processes' writes while someone watches. */
+  readonly watchPollIntervalMs: number | undefined;
   readonly #clock: () => number;
   readonly #hooks: StoreTestHooks;
   readonly #handles = new Map<string, SessionHandle>();
@@ -96,6 +116,7 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     this.storageRoot = path.resolve(storageRoot);
     this.lockTimeoutMs = resolved.lockTimeoutMs;
     this.operationTimeoutMs = resolved.operationTimeoutMs;
+    this.watchPollIntervalMs = resolved.watchPollIntervalMs;
     this.#clock = resolved.clock;
     this.#hooks = resolved.testHooks;
   }
@@ -158,42 +179,17 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     sessionId: SessionId,
     signal: AbortSignal | undefined,
     mutates: boolean,
-    body: (handle: SessionHandle, signal: AbortSignal) => Promise<T>,
+    body: (handle: SessionHandle, call: CallState) => Promise<T>,
   ): Promise<T> {
     const id = checkSessionId(sessionId);
-    return withDeadline(
+    return runBounded(
       this.operationTimeoutMs,
       signal,
-      async (callSignal) => {
+      async (call) => {
         const handle = this.#handle(id);
         handle.users++;
         try {
-          const lockTimer = new AbortController();
-          const timeoutMs = this.lockTimeoutMs;
-          const timer =
-            timeoutMs > 0 ? setTimeout(() => lockTimer.abort(lockTimeoutError(timeoutMs)), timeoutMs) : undefined;
-          let release: ReleaseLock;
-          try {
-            release = await lockSession(handle, timeoutMs, anySignal([callSignal, lockTimer.signal]), performance.now() + timeoutMs);
-          } finally {
-            if (timer !== undefined) clearTimeout(timer);
-          }
-          let result: T;
-          try {
-            result = await body(handle, callSignal);
-          } catch (error) {
-            release();
-            throw error;
-          }
-          const unlockError = release();
-          if (unlockError !== undefined && mutates) {
-            throw new DurableEventStoreError(
-              'DURABLE_EVENT_WRITE_FAILED',
-              'unlocking the session failed after the write; the change may or may not be stored',
-              { cause: unlockError },
-            );
-          }
-          return result;
+          return await underSessionLock(handle, this.lockTimeoutMs, call, mutates, () => body(handle, call));
         } finally {
           handle.users--;
           this.#evictIdle();
@@ -251,19 +247,84 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     });
   }
 
-  /** True when no log file exists and this store has nothing cached: an empty log, no lock needed. */
-  #neverWritten(id: SessionId): boolean {
+  /**
+   * True when the session's log (or ledger) file does not exist and this store has nothing
+   * cached: it is empty, no lock needed.
+   */
+  #neverWritten(id: SessionId, file: 'log' | 'ledger' = 'log'): boolean {
     const cached = this.#handles.get(id);
-    if (cached !== undefined && (cached.log.isOpen || !this.#isIdle(cached))) return false;
-    return !existsSync(sessionPaths(this.storageRoot, id).log);
+    if (cached !== undefined && (cached[file].isOpen || !this.#isIdle(cached))) return false;
+    return !existsSync(sessionPaths(this.storageRoot, id)[file]);
   }
 
   /**
-   * Registers a listener for durable appends to `sessionId` made by any JSONL store object in
-   * this process. Appends from other processes are not pushed; read to see them.
+   * Registers a listener for durable appends to `sessionId`: appends by any JSONL store object
+   * of this process are heard at once; appends by other processes through `fs.watch` on the log
+   * (and every `watchPollIntervalMs` when set). Returns the unsubscribe function; while a
+   * listener is registered the watcher keeps the process alive.
    */
   watch(sessionId: SessionId, listener: DurableAppendListener): () => void {
-    return addLocalWatcher(sessionPaths(this.storageRoot, checkSessionId(sessionId)).log, listener);
+    const id = checkSessionId(sessionId);
+    return addFileListener(
+      sessionPaths(this.storageRoot, id).log,
+      id,
+      (notice) => listener({ sessionId: notice.sessionId, lastSequence: EventSequence(notice.lastSequence) }),
+      { readHead: () => this.getHeadSequence(id), pollIntervalMs: this.watchPollIntervalMs },
+    );
+  }
+
+  /** {@inheritDoc DurabilityLedgerStore.recordDurability} */
+  async recordDurability(
+    sessionId: SessionId,
+    draft: DurabilityRecordDraft,
+    options?: DurableStoreCallOptions,
+  ): Promise<DurabilityRecordResult> {
+    throwIfAborted(options?.signal);
+    const id = checkDurabilitySessionId(sessionId);
+    const valid = validateDurabilityDraft(draft);
+    const identity = durabilityIdentity(valid);
+    const outcome = await this.#locked(id, options?.signal, true, (handle, call) =>
+      recordUnderLock(handle, valid, identity, this.#clock, call),
+    );
+    const { result } = outcome;
+    if (result.created) {
+      const notice = { sessionId: id, lastSequence: result.record.sequence };
+      notifyCommitted(outcome.file, notice, outcome.identity);
+    }
+    return result;
+  }
+
+  /** {@inheritDoc DurabilityLedgerStore.readDurability} */
+  async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
+    throwIfAborted(options?.signal);
+    const id = checkDurabilitySessionId(sessionId);
+    const plan = planDurabilityRead(options);
+    if (this.#neverWritten(id, 'ledger')) {
+      checkDurabilityCursor(plan.after, null);
+      return buildDurabilityPage([], plan, null);
+    }
+    const cached = this.#handles.get(id);
+    const current = cached === undefined ? undefined : readWithoutLock(cached, plan);
+    if (current !== undefined) return current;
+    return this.#locked(id, options?.signal, false, (handle) => readUnderLock(handle, plan));
+  }
+
+  /**
+   * Hears every durability record created in `sessionId`, after it is durable: records written
+   * through any JSONL store object of this process at once, records of other processes through
+   * `fs.watch` on the ledger file (as for {@link watch}). Returns the unsubscribe function.
+   */
+  watchDurability(sessionId: SessionId, listener: DurabilityListener): () => void {
+    const id = checkDurabilitySessionId(sessionId);
+    return addFileListener(sessionPaths(this.storageRoot, id).ledger, id, listener, {
+      readHead: () => this.#ledgerHead(id),
+      pollIntervalMs: this.watchPollIntervalMs,
+    });
+  }
+
+  #ledgerHead(id: SessionId): Promise<number | null> {
+    if (this.#neverWritten(id, 'ledger')) return Promise.resolve(null);
+    return this.#locked(id, undefined, false, ledgerHeadUnderLock);
   }
 
   /** Runs a lease decision under the session lock and persists the new state when it changed. */
@@ -272,11 +333,11 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     signal: AbortSignal | undefined,
     decide: (state: LeaseState | null, nowMs: number) => LeaseState,
   ): Promise<DurableExecutionLeaseRecord> {
-    return this.#locked(sessionId, signal, true, async (handle, callSignal) => {
+    return this.#locked(sessionId, signal, true, async (handle, call) => {
       const state = handle.lease.read();
       const next = decide(state, this.#clock());
       if (next !== state) {
-        throwIfAborted(callSignal);
+        call.throwIfCancelled();
         await handle.lease.write(next);
       }
       return leaseRecord(handle.id, next);

@@ -3,9 +3,10 @@
  *
  * `lockTimeoutMs` bounds the wait for the process queue plus the OS lock (0 = one immediate
  * attempt); `operationTimeoutMs` bounds a whole call and defaults to the lock budget plus
- * {@link OPERATION_TIMEOUT_MARGIN_MS}, capped at `MAX_DURABLE_STORE_TIMEOUT_MS`. An operation
- * budget below the lock budget, a non-integer, a negative value, an unknown key or a missing
- * storage root is `DURABLE_EVENT_INVALID_OPTIONS`.
+ * {@link OPERATION_TIMEOUT_MARGIN_MS}, capped at `MAX_DURABLE_STORE_TIMEOUT_MS`;
+ * `watchPollIntervalMs` (off by default) adds a timed look for other processes' writes to
+ * `watch` / `watchDurability`. An operation budget below the lock budget, a non-integer, a
+ * negative value, an unknown key or a missing storage root is `DURABLE_EVENT_INVALID_OPTIONS`.
  */
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../../protocol/limits.js';
@@ -15,6 +16,10 @@ import type { StoreTestHooks } from '../../memory/memory-store.js';
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 /** Default gap between `lockTimeoutMs` and `operationTimeoutMs`. */
 export const OPERATION_TIMEOUT_MARGIN_MS = 15_000;
+/** Shortest `watchPollIntervalMs`. */
+export const MIN_WATCH_POLL_INTERVAL_MS = 10;
+/** Longest `watchPollIntervalMs`. */
+export const MAX_WATCH_POLL_INTERVAL_MS = 3_600_000;
 
 /** Options of {@link JsonlDurableEventStore}. */
 export interface JsonlDurableEventStoreOptions {
@@ -30,6 +35,13 @@ export interface JsonlDurableEventStoreOptions {
    * Must be at least `lockTimeoutMs`.
    */
   operationTimeoutMs?: number | undefined;
+  /**
+   * While a `watch` / `watchDurability` listener is registered, also check the session's file for
+   * other processes' writes every this many milliseconds (10..3 600 000). Default: off — changes
+   * are heard through `fs.watch`; set it on filesystems where `fs.watch` reports nothing (network
+   * or some container filesystems). A check is one `stat` unless the file changed.
+   */
+  watchPollIntervalMs?: number | undefined;
   /** Clock in epoch milliseconds for `recordedAt` and lease expiry (default `Date.now`). */
   clock?: (() => number) | undefined;
   /** Test-only fault injection: `beforeCommit` throwing fails that append with nothing written. */
@@ -40,19 +52,26 @@ export interface JsonlDurableEventStoreOptions {
 export interface ResolvedJsonlOptions {
   lockTimeoutMs: number;
   operationTimeoutMs: number;
+  watchPollIntervalMs: number | undefined;
   clock: () => number;
   testHooks: StoreTestHooks;
 }
 
-const KNOWN_KEYS: ReadonlySet<string> = new Set(['lockTimeoutMs', 'operationTimeoutMs', 'clock', 'testHooks']);
+const KNOWN_KEYS: ReadonlySet<string> = new Set([
+  'lockTimeoutMs',
+  'operationTimeoutMs',
+  'watchPollIntervalMs',
+  'clock',
+  'testHooks',
+]);
 
 function invalid(message: string): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', message);
 }
 
-function integerIn(name: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > MAX_DURABLE_STORE_TIMEOUT_MS) {
-    throw invalid(`${name} must be an integer in ${min}..${MAX_DURABLE_STORE_TIMEOUT_MS} ms, got ${String(value)}`);
+function integerIn(name: string, value: unknown, min: number, max = MAX_DURABLE_STORE_TIMEOUT_MS): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw invalid(`${name} must be an integer in ${min}..${max} ms, got ${String(value)}`);
   }
   return value;
 }
@@ -77,9 +96,19 @@ export function resolveJsonlOptions(storageRoot: unknown, options: unknown): Res
   if (operationTimeoutMs < lockTimeoutMs) {
     throw invalid(`operationTimeoutMs (${operationTimeoutMs}) must be at least lockTimeoutMs (${lockTimeoutMs})`);
   }
+  const watchPollIntervalMs =
+    o.watchPollIntervalMs === undefined
+      ? undefined
+      : integerIn('watchPollIntervalMs', o.watchPollIntervalMs, MIN_WATCH_POLL_INTERVAL_MS, MAX_WATCH_POLL_INTERVAL_MS);
   if (o.clock !== undefined && typeof o.clock !== 'function') throw invalid('clock must be a function');
   if (o.testHooks !== undefined && (typeof o.testHooks !== 'object' || o.testHooks === null)) {
     throw invalid('testHooks must be an object');
   }
-  return { lockTimeoutMs, operationTimeoutMs, clock: o.clock ?? Date.now, testHooks: o.testHooks ?? {} };
+  return {
+    lockTimeoutMs,
+    operationTimeoutMs,
+    watchPollIntervalMs,
+    clock: o.clock ?? Date.now,
+    testHooks: o.testHooks ?? {},
+  };
 }

@@ -1,8 +1,9 @@
 /**
  * What one store object keeps per session, and how it takes the session lock.
  *
- * A handle bundles the session's paths, its validated log cache ({@link SessionLog}), its lock
- * sidecar descriptor, its lease file cache and its group-commit queue. `lockSession` takes the
+ * A handle bundles the session's paths, its validated log cache ({@link SessionLog}), its
+ * durability ledger cache ({@link SessionLedger}), its lock sidecar descriptor, its lease file
+ * cache and its group-commit queue. `lockSession` takes the
  * process-wide queue first, then the OS advisory lock, so store objects of one process never
  * poll against each other and other processes are excluded by the kernel:
  * - `lockTimeoutMs: 0` makes exactly one attempt of each and fails with
@@ -10,25 +11,31 @@
  * - otherwise it waits in the queue, then polls the OS lock, until `signal` aborts or the
  *   monotonic `deadlineMs` passes.
  * The returned release drops the OS lock, then hands the queue to the next waiter.
+ * `underSessionLock` runs one store call's body between the two, trying the lock synchronously
+ * first so that a call on a free session costs no timer and no signal.
  */
 import { mkdirSync } from 'node:fs';
 import type { SessionId } from '../../../protocol/ids.js';
+import { anySignal } from '../../../core/abort.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { StoreTestHooks } from '../../memory/memory-store.js';
+import type { CallState } from './bounded-call.js';
 import { commitAppendGroup } from './append-commit.js';
 import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
 import { GroupCommitQueue, type ReleaseLock } from './group-commit.js';
 import { LeaseFile } from './lease-file.js';
-import { notifyLocalWatchers } from './local-watchers.js';
+import { SessionLedger } from './ledger-file.js';
 import { enterProcessQueue, tryEnterProcessQueue } from './process-queue.js';
 import { SessionLog } from './session-file.js';
 import { sessionPaths, type SessionPaths } from './session-paths.js';
+import { notifyCommitted } from './watch-registry.js';
 
 /** Per-session state of one store object. */
 export interface SessionHandle {
   id: SessionId;
   paths: SessionPaths;
   log: SessionLog;
+  ledger: SessionLedger;
   lock: SessionFileLock;
   lease: LeaseFile;
   appends: GroupCommitQueue;
@@ -61,6 +68,7 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
     id,
     paths,
     log: new SessionLog(paths.log, id),
+    ledger: new SessionLedger(paths.ledger, id),
     lock: new SessionFileLock(paths.lock),
     lease: new LeaseFile(paths.lease),
     directoryReady: false,
@@ -74,8 +82,9 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
       lock: (signal) => lockSession(handle, config.lockTimeoutMs, signal, Number.POSITIVE_INFINITY),
       commit: (requests) => commitAppendGroup(handle, requests, config.clock, config.hooks),
       committed: (results) => {
+        const identity = handle.log.identity;
         for (const result of results) {
-          notifyLocalWatchers(paths.log, { sessionId: id, lastSequence: result.lastSequence });
+          notifyCommitted(paths.log, { sessionId: id, lastSequence: result.lastSequence }, identity);
         }
       },
     }),
@@ -86,6 +95,7 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
 /** Closes the handle's descriptors and drops its caches (only while it is idle). */
 export function closeSessionHandle(handle: SessionHandle): void {
   handle.log.close();
+  handle.ledger.close();
   handle.lock.close();
 }
 
@@ -154,4 +164,49 @@ export async function lockSession(
     queue();
     return error;
   };
+}
+
+/** The waiting path of {@link underSessionLock}: queue, then OS lock, within `lockTimeoutMs`. */
+async function waitForLock(handle: SessionHandle, lockTimeoutMs: number, callSignal: AbortSignal): Promise<ReleaseLock> {
+  const lockTimer = new AbortController();
+  const timer =
+    lockTimeoutMs > 0 ? setTimeout(() => lockTimer.abort(lockTimeoutError(lockTimeoutMs)), lockTimeoutMs) : undefined;
+  try {
+    return await lockSession(handle, lockTimeoutMs, anySignal([callSignal, lockTimer.signal]), performance.now() + lockTimeoutMs);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs `body` under the session lock and releases it afterwards. `mutates` turns a failed unlock
+ * after a successful body into `DURABLE_EVENT_WRITE_FAILED` (the outcome is then unknown).
+ */
+export async function underSessionLock<T>(
+  handle: SessionHandle,
+  lockTimeoutMs: number,
+  call: CallState,
+  mutates: boolean,
+  body: () => Promise<T>,
+): Promise<T> {
+  // The common case: queue and OS lock free, taken at once without timers or signals.
+  const attempt = tryLockSession(handle);
+  if (attempt === 'busy' && lockTimeoutMs === 0) throw lockTimeoutError(0);
+  const release = typeof attempt === 'function' ? attempt : await waitForLock(handle, lockTimeoutMs, call.signal);
+  let result: T;
+  try {
+    result = await body();
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const unlockError = release();
+  if (unlockError !== undefined && mutates) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_WRITE_FAILED',
+      'unlocking the session failed after the write; the change may or may not be stored',
+      { cause: unlockError },
+    );
+  }
+  return result;
 }

@@ -1,7 +1,8 @@
 /**
  * Where a session's files live.
  *
- * `{root}/durable-events/{name}.jsonl`, `{name}.jsonl.lock` and `{name}.lease.json`, where
+ * `{root}/durable-events/{name}.jsonl`, `{name}.jsonl.lock`, `{name}.lease.json` and
+ * `{name}.ledger.jsonl`, where
  * `name` is the unpadded base64url encoding of the session ID's UTF-8 bytes, so no session ID can
  * name a path (no `/`, `..`, or reserved characters reach the filesystem). Session IDs may be
  * 256 characters long, which would overflow the usual 255-byte file-name limit once encoded; an
@@ -29,6 +30,8 @@ export interface SessionPaths {
   lock: string;
   /** Execution lease state, replaced atomically. */
   lease: string;
+  /** The durability ledger: one record per line. */
+  ledger: string;
 }
 
 /** The file stem of a session: base64url of its UTF-8 bytes, or `~` + hash for long IDs. */
@@ -43,5 +46,11 @@ export function sessionFileStem(sessionId: SessionId): string {
 export function sessionPaths(root: string, sessionId: SessionId): SessionPaths {
   const directory = path.join(root, EVENTS_DIRECTORY);
   const stem = path.join(directory, sessionFileStem(sessionId));
-  return { directory, log: `${stem}.jsonl`, lock: `${stem}.jsonl.lock`, lease: `${stem}.lease.json` };
+  return {
+    directory,
+    log: `${stem}.jsonl`,
+    lock: `${stem}.jsonl.lock`,
+    lease: `${stem}.lease.json`,
+    ledger: `${stem}.ledger.jsonl`,
+  };
 }
