@@ -199,7 +199,8 @@ async function benchBatch(ctx: Context): Promise<void> {
 
 /** What the breakdown times besides the ProfileObject stages, with their labels. */
 const BREAKDOWN_EXTRAS = [
-  { kind: 'subject-direct', label: 'SessionObject.append RPC on the stub (no store wrapper)' },
+  { kind: 'subject-direct', label: 'SessionObject.append RPC on the stub (objects in, whole result out: the HTTP route)' },
+  { kind: 'subject-json', label: 'SessionObject.appendJson RPC on the stub (JSON text made ahead, receipt out)' },
   { kind: 'subject', label: 'SessionObject via DurableObjectEventStore (the subject)' },
   { kind: 'bare', label: 'bare insert (the baseline)' },
 ] as const;

@@ -3,9 +3,12 @@
  *
  * One object per session (`idFromName(sessionId)`), SQLite-backed. Its storage holds the event
  * log and the execution lease in the shared SQL schema, driven by the same `SqlLedger` the Node
- * SQLite store uses, so compare-and-append and fence checks run inside one `transactionSync`.
- * The object is the session's single writer; the runtime's output gate holds every reply until
- * the write it follows is durable.
+ * SQLite store uses, so compare-and-append and fence checks run inside one `transactionSync` (or
+ * inside the one INSERT statement that is the whole write, see `singleWriter`). The object is the
+ * session's single writer, so its ledger remembers the head and lease between calls; the
+ * runtime's output gate holds every reply until the write it follows is durable.
+ * `DurableObjectEventStore` appends through `appendJson` (drafts as JSON text, a compact receipt
+ * back); the HTTP route through `append`.
  *
  * - RPC: every store operation is a typed method returning an `RpcResult` envelope (errors keep
  *   their class and code across RPC). The object records the session it serves on the first call
@@ -25,6 +28,7 @@ import {
   MAX_WAIT_FOR_EVENTS_MS,
   toRpcResult,
   type RpcAppendOptions,
+  type RpcAppendReceipt,
   type RpcLeaseAcquireOptions,
   type RpcReadOptions,
   type RpcResult,
@@ -41,6 +45,7 @@ import type {
   ToolCallAccepted,
   ToolCallState,
 } from '../src/adapters/durable-object/durability-rpc.js';
+import { appendReceiptOf } from '../src/adapters/durable-object/append-receipt.js';
 import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../src/adapters/durable-object/socket-protocol.js';
 import { DurableObjectSqlDriver } from '../src/adapters/durable-object/storage-sql-driver.js';
 import type { SqlLedger, SqlStoreTestHooks } from '../src/adapters/sql/sql-ledger.js';
@@ -136,7 +141,9 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     // Schema migration is synchronous and runs before any event is delivered to the object.
+    // The object is its storage's only writer: the store may remember the head and lease.
     this.#store = new SqlDurableEventStore(new DurableObjectSqlDriver(ctx.storage), {
+      singleWriter: true,
       testHooks: { beforeCommit: (sessionId) => SessionObject.testHooks?.beforeCommit?.(sessionId) },
       onDurabilityCreateWithin: (record) => this.#durability.withinCreate(record),
     });
@@ -254,6 +261,12 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
     options?: RpcAppendOptions,
   ): Promise<RpcResult<DurableAppendResult>> {
     return toRpcResult(() => this.ledger.append(this.bindSession(sessionId), drafts, appendOptions(options)));
+  }
+
+  async appendJson(sessionId: string, draftsJson: string, options?: RpcAppendOptions): Promise<RpcResult<RpcAppendReceipt>> {
+    return toRpcResult(() =>
+      appendReceiptOf(this.ledger.appendJson(this.bindSession(sessionId), draftsJson, appendOptions(options))),
+    );
   }
 
   async read(sessionId: string, options?: RpcReadOptions): Promise<RpcResult<DurableReadResult>> {

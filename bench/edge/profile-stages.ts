@@ -1,33 +1,37 @@
 /**
  * The stages of the append breakdown (`profile-object.ts`), shared by the bench Worker and the
- * Node driver: for each, what it adds and which stage it is compared with.
+ * Node driver: for each, what it adds, which stage it is compared with, and what it is sent
+ * (`json`: the drafts as JSON text, as `DurableObjectEventStore` sends them to `appendJson`;
+ * `drafts`: the drafts as objects, as the HTTP route sends them to `append`).
  */
 
 /** The stages, in pipeline order; each is a ProfileObject RPC method. */
 export const PROFILE_STAGES = [
   'noop',
-  'validate',
+  'parse',
   'plan',
-  'stringify',
-  'reads',
   'insert',
-  'insertNoUnique',
   'ledger',
-  'ledgerResult',
+  'ledgerReceipt',
+  'noopDrafts',
+  'validateDrafts',
+  'validateDraftsZod',
+  'ledgerDraftsResult',
 ] as const;
 
 /** One stage of {@link PROFILE_STAGES}. */
 export type ProfileStage = (typeof PROFILE_STAGES)[number];
 
-/** How each stage is printed, and the stage its increment is measured against. */
-export const PROFILE_STAGE_INFO: Record<ProfileStage, { label: string; base: ProfileStage | null }> = {
-  noop: { label: 'RPC call, drafts cloned in', base: null },
-  validate: { label: '+ validateDraftBatch (zod)', base: 'noop' },
-  plan: { label: '+ planAppend (envelopes, ids, size check)', base: 'validate' },
-  stringify: { label: '+ JSON.stringify per row', base: 'plan' },
-  reads: { label: '  the head and lease SELECTs alone (on top of stringify)', base: 'stringify' },
-  insert: { label: '+ INSERTs into a copy of `events`, one transactionSync', base: 'stringify' },
-  insertNoUnique: { label: '  what-if: the same without UNIQUE(event_id)', base: 'stringify' },
-  ledger: { label: 'SqlLedger.append, count returned (all in-object work)', base: 'noop' },
-  ledgerResult: { label: '+ DurableAppendResult cloned back', base: 'ledger' },
+/** How each stage is printed, the stage its increment is measured against, and its input. */
+export const PROFILE_STAGE_INFO: Record<ProfileStage, { label: string; base: ProfileStage | null; input: 'json' | 'drafts' }> = {
+  noop: { label: 'RPC call, drafts JSON text in', base: null, input: 'json' },
+  parse: { label: '+ parseDraftBatchJson (JSON.parse, fast-path validation)', base: 'noop', input: 'json' },
+  plan: { label: '+ planAppend (envelopes, ids, encodings, size check)', base: 'parse', input: 'json' },
+  insert: { label: '+ rows inserted (multi-row INSERTs), one transactionSync', base: 'plan', input: 'json' },
+  ledger: { label: 'SqlLedger.appendJson, count returned (all in-object work)', base: 'noop', input: 'json' },
+  ledgerReceipt: { label: '+ compact receipt cloned back (= appendJson RPC)', base: 'ledger', input: 'json' },
+  noopDrafts: { label: 'what-if: RPC call, drafts as objects in (HTTP route)', base: null, input: 'drafts' },
+  validateDrafts: { label: '  + validateDraftBatchFast (objects: descriptor walk)', base: 'noopDrafts', input: 'drafts' },
+  validateDraftsZod: { label: '  + validateDraftBatch (zod) instead', base: 'noopDrafts', input: 'drafts' },
+  ledgerDraftsResult: { label: '  SqlLedger.append, whole result back (= append RPC)', base: 'noopDrafts', input: 'drafts' },
 };

@@ -58,7 +58,16 @@ describe('SQL schema migration', () => {
     expect(readSchemaVersion(driver)).toBe(0);
     expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION);
     expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
-    expect(tables(db)).toEqual(['durability_records', 'events', 'leases', 'ledger_meta', 'schema_version', 'timers', 'tool_runs']);
+    expect(tables(db)).toEqual([
+      'durability_records',
+      'events',
+      'leases',
+      'ledger_meta',
+      'schema_version',
+      'session_keys',
+      'timers',
+      'tool_runs',
+    ]);
   });
 
   it('is idempotent and runs no DDL when the database is current', () => {

@@ -8,6 +8,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { DurableObjectEventStore, sessionObjectRpc } from '../../src/adapters/durable-object/durable-object-store.js';
 import type { SessionObjectRpc } from '../../src/adapters/durable-object/rpc.js';
+import type { DurableExecutionFence } from '../../src/core/store.js';
 import {
   DurableEventSequenceConflictError,
   DurableExecutionLeaseError,
@@ -121,11 +122,12 @@ describe('DurableObjectEventStore transport failures', () => {
   it('reports an append whose RPC fails as DURABLE_EVENT_WRITE_FAILED (outcome unknown), a read as unavailable', async () => {
     const sessionId = freshSessionId('transport');
     // A symbol cannot be serialized for RPC, so the call fails in transport, not in the object.
-    // SAFETY: deliberately not a valid draft.
-    const unsendable = [{ type: 'session_created', data: { source: Symbol('create') } }] as unknown as Parameters<
-      DurableObjectEventStore['append']
-    >[1];
-    await expect(store.append(sessionId, unsendable)).rejects.toMatchObject({ code: 'DURABLE_EVENT_WRITE_FAILED' });
+    // (The drafts are valid: the store validates drafts before sending, and refuses bad ones itself.)
+    // SAFETY: deliberately not a valid fence.
+    const unsendable = { leaseId: Symbol('lease'), ownerId: 'w', fencingToken: 1 } as unknown as DurableExecutionFence;
+    await expect(store.append(sessionId, markers(1, 'x'), { executionFence: unsendable })).rejects.toMatchObject({
+      code: 'DURABLE_EVENT_WRITE_FAILED',
+    });
     // SAFETY: deliberately not valid read options.
     const badRead = { limit: 1, after: Symbol('after') as unknown as EventSequence };
     await expect(store.read(sessionId, badRead)).rejects.toMatchObject({ code: 'DURABLE_EVENT_UNAVAILABLE' });

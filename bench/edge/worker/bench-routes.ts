@@ -6,12 +6,14 @@
  *   sequential calls, each addressing the object afresh (`idFromName` + `get`, as a real Worker
  *   handling one request would):
  *   - `subject`: `DurableObjectEventStore.append(object, <batch drafts>)` (SessionObject RPC);
- *   - `subject-direct`: the same RPC on the stub (`sessionObjectRpc(...).append`), without the
- *     store's wrapper (for the breakdown);
+ *   - `subject-direct`: `SessionObject.append` on the stub (`sessionObjectRpc(...).append`): drafts
+ *     as objects in, the whole result back, as the HTTP route calls it (for the breakdown);
+ *   - `subject-json`: `SessionObject.appendJson` on the stub with the drafts' JSON text made
+ *     before the clock starts: the store's RPC without its work in the Worker (for the breakdown);
  *   - `bare`: `BareObject.insertOne(rowBody)` (batch 1) or `insertMany(batch x rowBody)`;
  *   - `bare-broadcast`: `BareObject.insertAndBroadcast(rowBody)`;
- *   - `profile:<stage>`: `ProfileObject.<stage>(<batch drafts>)` (the breakdown; see
- *     `profile-object.ts`).
+ *   - `profile:<stage>`: `ProfileObject.<stage>(<batch drafts, as objects or JSON text>)` (the
+ *     breakdown; see `profile-object.ts`).
  *   Every payload is built before the clock starts. It answers {@link RpcLoopResult}. Workers
  *   clocks only move on I/O; every iteration is an RPC, so the elapsed time is real.
  * - `/bench/bare/<name>` (any method) is passed as is to the BareObject `<name>`: a POST body is
@@ -20,7 +22,7 @@
  * Nothing here checks tokens: the bench Worker listens on loopback only.
  */
 import { DurableObjectEventStore, sessionObjectRpc } from '../../../src/adapters/durable-object/durable-object-store.js';
-import { unwrapRpcResult } from '../../../src/adapters/durable-object/rpc.js';
+import { unwrapRpcResult, type RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.js';
 import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
 import { SessionId } from '../../../src/protocol/ids.js';
@@ -28,7 +30,7 @@ import type { Env } from '../../../worker/env.js';
 import type { BareObject } from './bare-object.js';
 import { benchDraft } from '../bench-event.js';
 import type { ProfileObject } from './profile-object.js';
-import { PROFILE_STAGES, type ProfileStage } from '../profile-stages.js';
+import { PROFILE_STAGE_INFO, PROFILE_STAGES, type ProfileStage } from '../profile-stages.js';
 
 /** Bindings of the bench Worker: the real ones plus the baseline object. */
 export interface BenchEnv extends Env {
@@ -37,10 +39,12 @@ export interface BenchEnv extends Env {
 }
 
 /** What a timed loop calls. */
-export type LoopKind = 'subject' | 'subject-direct' | 'bare' | 'bare-broadcast' | `profile:${ProfileStage}`;
+export type LoopKind = 'subject' | 'subject-direct' | 'subject-json' | 'bare' | 'bare-broadcast' | `profile:${ProfileStage}`;
+
+const LOOP_KINDS = new Set<string>(['subject', 'subject-direct', 'subject-json', 'bare', 'bare-broadcast']);
 
 /** The ProfileObject stub as the profile loop calls it. */
-type ProfileRpc = Record<ProfileStage, (drafts: readonly DurableEventDraft[]) => Promise<unknown>>;
+type ProfileRpc = Record<ProfileStage, (input: string | readonly DurableEventDraft[]) => Promise<unknown>>;
 
 const PROFILE_KINDS = new Set<string>(PROFILE_STAGES.map((stage) => `profile:${stage}`));
 
@@ -71,7 +75,7 @@ function parseLoop(value: unknown): RpcLoopRequest | string {
   if (typeof value !== 'object' || value === null) return 'body must be an object';
   const v = value as Partial<RpcLoopRequest>;
   const kind = v.kind;
-  if (kind !== 'subject' && kind !== 'subject-direct' && kind !== 'bare' && kind !== 'bare-broadcast' && !PROFILE_KINDS.has(kind ?? '')) return 'bad kind';
+  if (!LOOP_KINDS.has(kind ?? '') && !PROFILE_KINDS.has(kind ?? '')) return 'bad kind';
   if (typeof v.object !== 'string' || v.object === '') return 'bad object';
   if (typeof v.iterations !== 'number' || !Number.isSafeInteger(v.iterations) || v.iterations < 1) return 'bad iterations';
   if (typeof v.batch !== 'number' || !Number.isSafeInteger(v.batch) || v.batch < 1) return 'bad batch';
@@ -108,6 +112,16 @@ async function subjectDirectLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<n
   return Date.now() - started;
 }
 
+async function subjectJsonLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
+  const texts = draftBatches(loop).map((drafts) => JSON.stringify(drafts));
+  const started = Date.now();
+  for (const text of texts) {
+    const receipt = unwrapRpcResult<RpcAppendReceipt>(await sessionObjectRpc(env.SESSIONS, loop.object).appendJson(loop.object, text));
+    if (receipt.lastSequence - (receipt.previousSequence ?? 0) !== loop.batch) throw new Error('subject append stored a wrong count');
+  }
+  return Date.now() - started;
+}
+
 async function bareLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
   const rows = Array.from({ length: loop.batch }, () => loop.rowBody);
   const started = Date.now();
@@ -123,15 +137,20 @@ async function bareLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
 }
 
 async function profileLoop(env: BenchEnv, loop: RpcLoopRequest, stage: ProfileStage): Promise<number> {
-  const batches = draftBatches(loop);
+  const json = PROFILE_STAGE_INFO[stage].input === 'json';
+  // Inputs are made before the clock starts: a JSON stage is sent the text the store would send.
+  const inputs = draftBatches(loop).map((drafts) => ({ count: drafts.length, input: json ? JSON.stringify(drafts) : drafts }));
   const started = Date.now();
-  for (const drafts of batches) {
-    // SAFETY: every stage is a public method of ProfileObject taking the drafts; the precise
+  for (const { count, input } of inputs) {
+    // SAFETY: every stage is a public method of ProfileObject taking its input; the precise
     // Workers stub type of an indexed method is too deep for the compiler (TS2589).
     const stub = env.PROFILE.get(env.PROFILE.idFromName(loop.object)) as unknown as ProfileRpc;
-    const result = await stub[stage](drafts);
-    const count = typeof result === 'number' ? result : (result as { events?: unknown[] }).events?.length;
-    if (count !== drafts.length) throw new Error(`profile ${stage} answered ${String(count)}`);
+    const result = await stub[stage](input);
+    const answer = result as { events?: unknown[]; eventIds?: string };
+    const answered = typeof result === 'number' ? result : (answer.events?.length ?? answer.eventIds?.split('\n').length);
+    // `noop` of a JSON stage answers the text's length: proof that it arrived whole.
+    const expected = json && stage === 'noop' ? input.length : count;
+    if (answered !== expected) throw new Error(`profile ${stage} answered ${String(answered)}, expected ${expected}`);
   }
   return Date.now() - started;
 }
@@ -139,6 +158,7 @@ async function profileLoop(env: BenchEnv, loop: RpcLoopRequest, stage: ProfileSt
 function runLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
   if (loop.kind === 'subject') return subjectLoop(env, loop);
   if (loop.kind === 'subject-direct') return subjectDirectLoop(env, loop);
+  if (loop.kind === 'subject-json') return subjectJsonLoop(env, loop);
   if (loop.kind === 'bare' || loop.kind === 'bare-broadcast') return bareLoop(env, loop);
   // SAFETY: the remaining kinds are `profile:<stage>` (parseLoop checked them).
   return profileLoop(env, loop, loop.kind.slice('profile:'.length) as ProfileStage);

@@ -5,23 +5,29 @@
  * Workers clocks stand still while code runs and move only on I/O, so a stage cannot be timed
  * from inside the object. Instead every method below is one RPC that runs the append pipeline
  * up to a given stage and stops; the Worker times K calls of each, and the difference between
- * consecutive stages is that stage's cost:
- *   noop          the RPC itself, drafts cloned in;
- *   validate      + `validateDraftBatch` (zod draft schemas, lossless-JSON walk);
- *   plan          + `planAppend` (envelopes, event ids, per-event size check);
- *   stringify     + `JSON.stringify` of every envelope (the row bodies);
- *   reads         stringify, plus the two SELECTs every append runs first (head, lease);
- *   insert        + the rows inserted, one `transactionSync`, into a copy of the real `events`
- *                 table (DDL taken from `SQL_MIGRATIONS`: composite primary key, UNIQUE event_id);
- *   insertNoUnique  the same into a copy without the UNIQUE constraint on `event_id` (what-if);
- *   ledger        the real `SqlLedger.append` on this object's SQLite (reads head and lease,
- *                 then validate/plan/insert as above), count returned;
- *   ledgerResult  the same, returning the whole `DurableAppendResult` (cloned back to the caller).
- * The copy tables grow like the real log does (one row per appended event).
+ * a stage and its base is that stage's cost. The store's path (`appendJson`, drafts as JSON text):
+ *   noop          the RPC itself, the JSON text cloned in;
+ *   parse         + `parseDraftBatchJson` (JSON.parse, then the fast path for parsed values);
+ *   plan          + `planAppend` (envelopes, event ids, the encodings whose size it checks);
+ *   insert        + the encodings inserted into the real `events` table with the ledger's own
+ *                 multi-row statements (`insertEventRows`), one `transactionSync`;
+ *   ledger        the real single-writer `SqlLedger.appendJson` on this object's SQLite (head and
+ *                 lease remembered, then parse/plan/insert as above), count returned;
+ *   ledgerReceipt the same, returning the compact receipt (what `appendJson` answers).
+ * The what-ifs of the HTTP route's path (`append`, drafts as objects):
+ *   noopDrafts          the RPC itself, the drafts cloned in as objects;
+ *   validateDrafts      + `validateDraftBatchFast` on objects (descriptor walk);
+ *   validateDraftsZod   + `validateDraftBatch` (zod) instead;
+ *   ledgerDraftsResult  `SqlLedger.append`, the whole `DurableAppendResult` returned.
+ * The ledger stages append to session `profile`, the insert stage to session `profile-insert`
+ * of the same table, so both logs grow like a real one.
  */
 import { DurableObject } from 'cloudflare:workers';
+import { appendReceiptOf } from '../../../src/adapters/durable-object/append-receipt.js';
+import type { RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.js';
 import { DurableObjectSqlDriver } from '../../../src/adapters/durable-object/storage-sql-driver.js';
-import { SQL_MIGRATIONS } from '../../../src/adapters/sql/schema.js';
+import { parseDraftBatchJson, validateDraftBatchFast } from '../../../src/adapters/sql/fast-draft-check.js';
+import { createSessionKey, findSessionKey, insertEventRows } from '../../../src/adapters/sql/event-rows.js';
 import { SqlLedger } from '../../../src/adapters/sql/sql-ledger.js';
 import { planAppend, validateDraftBatch } from '../../../src/core/log-engine.js';
 import type { DurableAppendResult } from '../../../src/core/store.js';
@@ -30,110 +36,85 @@ import { EventSequence, SessionId } from '../../../src/protocol/ids.js';
 import type { ProfileStage } from '../profile-stages.js';
 
 const SESSION = SessionId('profile');
-const COPY_TABLE = 'profile_events';
-const COPY_NO_UNIQUE_TABLE = 'profile_events_no_unique';
+const INSERT_SESSION = SessionId('profile-insert');
 
-/** The real `events` DDL, renamed (and optionally without UNIQUE on event_id). */
-function copyOfEventsTable(name: string, dropUnique: boolean): string {
-  const ddl = SQL_MIGRATIONS.flat().find((statement) => /CREATE TABLE IF NOT EXISTS events \(/.test(statement));
-  if (ddl === undefined) throw new Error('no events table in SQL_MIGRATIONS');
-  const renamed = ddl.replace('CREATE TABLE IF NOT EXISTS events (', `CREATE TABLE IF NOT EXISTS ${name} (`);
-  if (!dropUnique) return renamed;
-  const withoutUnique = renamed.replace(/event_id TEXT NOT NULL UNIQUE/, 'event_id TEXT NOT NULL');
-  if (withoutUnique === renamed) throw new Error('the events table no longer has UNIQUE event_id; update the profile');
-  return withoutUnique;
-}
+/** A stage's input: JSON text or draft objects, per `PROFILE_STAGE_INFO`. */
+type StageInput = string & readonly DurableEventDraft[];
 
 /**
  * Runs the append pipeline of SessionObject up to a stage (see the module header); one public
  * method per `ProfileStage` of `profile-stages.ts`.
  */
-export class ProfileObject extends DurableObject<unknown> implements Record<ProfileStage, (drafts: readonly DurableEventDraft[]) => unknown> {
+export class ProfileObject extends DurableObject<unknown> implements Record<ProfileStage, (input: StageInput) => unknown> {
   readonly #ledger: SqlLedger;
-  /** Head of each copy table (the copies are append-only logs of session `profile`). */
-  readonly #copyHeads = new Map<string, number>([
-    [COPY_TABLE, 0],
-    [COPY_NO_UNIQUE_TABLE, 0],
-  ]);
+  /** Key and head of the insert stage's session (the ledger stages use the ledger's own). */
+  readonly #insertKey: number;
+  #insertHead: number;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
-    this.#ledger = new SqlLedger(new DurableObjectSqlDriver(ctx.storage));
-    ctx.storage.sql.exec(copyOfEventsTable(COPY_TABLE, false));
-    ctx.storage.sql.exec(copyOfEventsTable(COPY_NO_UNIQUE_TABLE, true));
-    for (const table of this.#copyHeads.keys()) {
-      const row = ctx.storage.sql.exec<{ head: number | null }>(`SELECT MAX(sequence) AS head FROM ${table}`).one();
-      this.#copyHeads.set(table, row.head ?? 0);
-    }
+    this.#ledger = new SqlLedger(new DurableObjectSqlDriver(ctx.storage), { singleWriter: true });
+    this.#insertHead = this.#ledger.getHeadSequence(INSERT_SESSION) ?? 0;
+    const driver = this.#ledger.driver;
+    this.#insertKey = findSessionKey(driver, INSERT_SESSION) ?? createSessionKey(driver, INSERT_SESSION);
   }
 
-  noop(drafts: readonly DurableEventDraft[]): number {
+  /** Answers the text's length (the loop checks it: the text really arrived). */
+  noop(text: string): number {
+    return text.length;
+  }
+
+  parse(text: string): number {
+    return parseDraftBatchJson(text).length;
+  }
+
+  plan(text: string): number {
+    return this.#plan(text, 0).encodings.length;
+  }
+
+  insert(text: string): number {
+    const { result, encodings } = this.#plan(text, this.#insertHead);
+    this.ctx.storage.transactionSync(() => insertEventRows(this.#ledger.driver, this.#insertKey, this.#insertHead + 1, encodings));
+    this.#insertHead = result.lastSequence;
+    return result.events.length;
+  }
+
+  ledger(text: string): number {
+    return this.#ledger.appendJson(SESSION, text).events.length;
+  }
+
+  ledgerReceipt(text: string): RpcAppendReceipt {
+    return appendReceiptOf(this.#ledger.appendJson(SESSION, text));
+  }
+
+  noopDrafts(drafts: readonly DurableEventDraft[]): number {
     return drafts.length;
   }
 
-  validate(drafts: readonly DurableEventDraft[]): number {
+  validateDrafts(drafts: readonly DurableEventDraft[]): number {
+    return validateDraftBatchFast(drafts).length;
+  }
+
+  validateDraftsZod(drafts: readonly DurableEventDraft[]): number {
     return validateDraftBatch(drafts).length;
   }
 
-  plan(drafts: readonly DurableEventDraft[]): number {
-    return this.#plan(drafts, 0).events.length;
-  }
-
-  stringify(drafts: readonly DurableEventDraft[]): number {
-    let bytes = 0;
-    for (const event of this.#plan(drafts, 0).events) bytes += JSON.stringify(event).length;
-    return bytes > 0 ? drafts.length : 0;
-  }
-
-  reads(drafts: readonly DurableEventDraft[]): number {
-    const sql = this.ctx.storage.sql;
-    const head = sql.exec('SELECT MAX(sequence) AS head FROM events WHERE session_id = ?', SESSION).toArray();
-    const lease = sql.exec('SELECT state FROM leases WHERE session_id = ?', SESSION).toArray();
-    return head.length === 1 && lease.length <= 1 ? this.stringify(drafts) : 0;
-  }
-
-  insert(drafts: readonly DurableEventDraft[]): number {
-    return this.#insertCopy(COPY_TABLE, drafts);
-  }
-
-  insertNoUnique(drafts: readonly DurableEventDraft[]): number {
-    return this.#insertCopy(COPY_NO_UNIQUE_TABLE, drafts);
-  }
-
-  ledger(drafts: readonly DurableEventDraft[]): number {
-    return this.#ledger.append(SESSION, drafts).events.length;
-  }
-
-  ledgerResult(drafts: readonly DurableEventDraft[]): DurableAppendResult {
+  ledgerDraftsResult(drafts: readonly DurableEventDraft[]): DurableAppendResult {
     return this.#ledger.append(SESSION, drafts);
   }
 
-  #plan(drafts: readonly DurableEventDraft[], head: number): DurableAppendResult {
-    const valid = validateDraftBatch(drafts);
-    return planAppend({
-      sessionId: SESSION,
-      drafts: valid,
+  #plan(text: string, head: number): { result: DurableAppendResult; encodings: string[] } {
+    const encodings: string[] = [];
+    const result = planAppend({
+      sessionId: INSERT_SESSION,
+      drafts: parseDraftBatchJson(text),
       options: undefined,
       head: head === 0 ? null : EventSequence(head),
       lease: null,
       nowMs: Date.now(),
+      encodings,
     });
-  }
-
-  /** The ledger's INSERT loop, on a copy table (same statement shape and values). */
-  #insertCopy(table: string, drafts: readonly DurableEventDraft[]): number {
-    const head = this.#copyHeads.get(table) ?? 0;
-    const planned = this.#plan(drafts, head);
-    const sql = this.ctx.storage.sql;
-    const statement = `INSERT INTO ${table} (session_id, sequence, event_id, type, command_id, body) VALUES (?, ?, ?, ?, ?, ?)`;
-    this.ctx.storage.transactionSync(() => {
-      for (const event of planned.events) {
-        sql
-          .exec(statement, SESSION, event.sequence, event.eventId, event.type, event.commandId ?? null, JSON.stringify(event))
-          .toArray();
-      }
-    });
-    this.#copyHeads.set(table, planned.lastSequence);
-    return planned.events.length;
+    return { result, encodings };
   }
 }
+

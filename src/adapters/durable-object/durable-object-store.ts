@@ -3,7 +3,9 @@
  * namespace binding.
  *
  * 1. Each call addresses the session's object: `namespace.get(namespace.idFromName(sessionId))`.
- * 2. It calls the matching RPC method, which answers with an `RpcResult` envelope.
+ * 2. It calls the matching RPC method, which answers with an `RpcResult` envelope. An append
+ *    validates its drafts here first, sends them as JSON text (`appendJson`) and is answered
+ *    with a compact receipt, from which the stored envelopes are rebuilt (`append-receipt.ts`).
  * 3. The envelope is unwrapped; a failure is rethrown as the original error class and code. A
  *    failed RPC transport is `DURABLE_EVENT_WRITE_FAILED` for an append (outcome unknown) and
  *    `DURABLE_EVENT_UNAVAILABLE` otherwise.
@@ -37,6 +39,8 @@ import type {
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import { validateDraftBatchFast } from '../sql/fast-draft-check.js';
+import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
 
@@ -109,7 +113,12 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
     }
   }
 
-  append(
+  /**
+   * Validates the drafts here first (the object validates them again), sends the validated
+   * drafts as JSON text and rebuilds the stored envelopes from the object's compact receipt (see
+   * `append-receipt.ts`): only event IDs, sequences and the commit time travel back.
+   */
+  async append(
     sessionId: SessionId,
     drafts: readonly DurableEventDraft[],
     options?: DurableAppendOptions,
@@ -118,12 +127,18 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
       ...(options?.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence }),
       ...(options?.executionFence === undefined ? {} : { executionFence: plainFence(options.executionFence) }),
     };
-    return this.#call(
+    // Same order of refusals as the object: an aborted call, the session ID, then the drafts.
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const valid = validateDraftBatchFast(drafts);
+    const receipt = await this.#call<unknown>(
       options?.signal,
-      sessionId,
-      (stub, id) => stub.append(id, drafts, rpcOptions),
+      id,
+      // Validated drafts are lossless JSON: the object parses back exactly `valid`.
+      (stub) => stub.appendJson(id, JSON.stringify(valid), rpcOptions),
       'DURABLE_EVENT_WRITE_FAILED',
     );
+    return appendResultFromReceipt(id, valid, receipt);
   }
 
   read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {

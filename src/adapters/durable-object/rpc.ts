@@ -31,6 +31,25 @@ export interface RpcAppendOptions {
   executionFence?: DurableExecutionFence | undefined;
 }
 
+/**
+ * What {@link SessionObjectRpc.appendJson} answers: the store-assigned part of an append
+ * result. The caller holds the drafts it sent and rebuilds the envelopes from them (see
+ * `append-receipt.ts`), so a 1,000-event batch does not travel back over RPC.
+ */
+export interface RpcAppendReceipt {
+  /** Head before the batch (`null` for an empty stream). */
+  previousSequence: EventSequence | null;
+  /** Sequence of the batch's last event. */
+  lastSequence: EventSequence;
+  /**
+   * The event ID the store assigned to each draft, in order, joined by `\n` (an ID never holds
+   * a control character): one string crosses RPC much faster than a thousand.
+   */
+  eventIds: string;
+  /** The batch's commit time (every event's `recordedAt`). */
+  recordedAt: string;
+}
+
 /** Read options that cross RPC. */
 export interface RpcReadOptions {
   after?: EventSequence | undefined;
@@ -64,6 +83,13 @@ export interface SessionObjectRpc {
     drafts: readonly DurableEventDraft[],
     options?: RpcAppendOptions,
   ): Promise<RpcResult<DurableAppendResult>>;
+  /**
+   * `append` of a batch sent as JSON text (`JSON.stringify` of the drafts array), answered with a
+   * compact receipt instead of the stored events. The object parses and validates the text as
+   * `append` validates drafts. Send validated drafts (lossless JSON), so that the envelopes
+   * rebuilt from them are the stored ones.
+   */
+  appendJson(sessionId: string, draftsJson: string, options?: RpcAppendOptions): Promise<RpcResult<RpcAppendReceipt>>;
   read(sessionId: string, options?: RpcReadOptions): Promise<RpcResult<DurableReadResult>>;
   getHeadSequence(sessionId: string): Promise<RpcResult<EventSequence | null>>;
   /**

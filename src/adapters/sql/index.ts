@@ -7,3 +7,4 @@ export { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion
 export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './sql-durability.js';
 export { SqlLedger, type SqlCommit, type SqlLedgerOptions, type SqlStoreTestHooks } from './sql-ledger.js';
 export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './sql-store.js';
+export { MAX_ROWS_PER_INSERT, MAX_SEQUENCE, MAX_SESSION_KEY } from './event-rows.js';

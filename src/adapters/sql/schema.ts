@@ -10,7 +10,9 @@
  *
  * Tables are snake_case at rest; `sql-store.ts` maps rows to the camelCase API shapes. Later
  * features (timers, durability records) add a migration to the end of {@link SQL_MIGRATIONS};
- * a released migration is never edited.
+ * a released migration is never edited. (Before the first release the `events` layout of
+ * version 1 was still changed in place; a database created by an earlier build of this
+ * repository must be recreated.)
  */
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import type { SqlDriver } from './driver.js';
@@ -25,16 +27,22 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       id INTEGER PRIMARY KEY CHECK (id = 1),
       version INTEGER NOT NULL
     )`,
-    // One row per event. `body` is the whole envelope as JSON; the other columns are copies
-    // used for ordering, lookups and integrity checks on read.
+    // Sessions that have events, each with a small integer key (see `event-rows.ts`).
+    `CREATE TABLE IF NOT EXISTS session_keys (
+      session_key INTEGER PRIMARY KEY,
+      session_id TEXT NOT NULL UNIQUE
+    )`,
+    // One row per event, `body` the whole envelope as JSON. The row id packs the session's key
+    // and the sequence (`session_key * 2^32 + sequence`), so a session's log is one rowid range
+    // and an append writes one b-tree; the two parts are also readable as virtual columns, and
+    // reads check them against the body. No other column or index: nothing looks events up by
+    // event ID, whose uniqueness comes from its 122 random bits (a random UUID per event) and is
+    // checked where it matters, by the projector (`duplicate_event_id`).
     `CREATE TABLE IF NOT EXISTS events (
-      session_id TEXT NOT NULL,
-      sequence INTEGER NOT NULL CHECK (sequence >= 1),
-      event_id TEXT NOT NULL UNIQUE,
-      type TEXT NOT NULL,
-      command_id TEXT,
+      position INTEGER PRIMARY KEY,
       body TEXT NOT NULL,
-      PRIMARY KEY (session_id, sequence)
+      session_key INTEGER GENERATED ALWAYS AS (position >> 32) VIRTUAL,
+      sequence INTEGER GENERATED ALWAYS AS (position & 4294967295) VIRTUAL
     )`,
     // Execution lease state per session, as JSON (see `LeaseState` in the log engine).
     `CREATE TABLE IF NOT EXISTS leases (

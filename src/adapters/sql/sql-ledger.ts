@@ -2,17 +2,26 @@
  * SqlLedger: the store contract as synchronous calls over a {@link SqlDriver}.
  *
  * Every mutation is one synchronous `driver.transaction`:
- * 1. read the head (`MAX(sequence)`) and the lease row of the session;
+ * 1. read the session's head (the largest position of its range, see `event-rows.ts`) and its
+ *    lease row;
  * 2. let the core log engine decide (`planAppend`, `decideAcquire`, ...), which throws the public
  *    error on refusal, so nothing is written;
- * 3. write the rows (one INSERT per event, or one lease UPSERT).
+ * 3. write the rows (multi-row INSERTs, each row's body the encoding `planAppend` measured, plus
+ *    the session's key on its first append; or one lease UPSERT).
  * Nothing is awaited between 1 and 3, so no other call on the connection (nor, with a write lock
- * taken up front, another process) can slip in. Commit listeners run only after the transaction
+ * taken up front, another process) can slip in. Commit listeners run only after the write
  * returned.
+ *
+ * With `singleWriter` (a Durable Object, whose storage only its own thread writes), step 1 reads
+ * the key, head and lease from memory once they are known (`ledger-memory.ts`), and an append
+ * that is then a single INSERT statement runs as that statement alone: one SQLite statement is
+ * atomic by itself, and nothing else writes. Memory is forgotten whenever a write fails. A stale
+ * head could not even corrupt the log silently: a position already taken is refused by the
+ * primary key.
  *
  * Reads need no transaction: the log is append-only, so reading the head first and then only rows
  * `<= head` always yields a consistent page. Every row read back is parsed strictly and checked
- * against its columns and position; anything else is `DURABLE_EVENT_CORRUPT_LOG`.
+ * against its position; anything else is `DURABLE_EVENT_CORRUPT_LOG`.
  *
  * Driver failures surface as `DURABLE_EVENT_WRITE_FAILED` / `DURABLE_EVENT_READ_FAILED` (domain
  * errors thrown by the driver, such as a lock timeout, pass through unchanged).
@@ -29,7 +38,6 @@ import {
   parseLeaseState,
   planAppend,
   planRead,
-  validateDraftBatch,
   type LeaseState,
 } from '../../core/log-engine.js';
 import type {
@@ -45,6 +53,18 @@ import { DurableError, DurableEventStoreError } from '../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventDraft, type DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';
+import {
+  MAX_SEQUENCE,
+  createSessionKey,
+  findSessionKey,
+  insertEventRows,
+  insertStatementCount,
+  readEventRows,
+  readHeadRow,
+  type EventRow,
+} from './event-rows.js';
+import { parseDraftBatchJson, validateDraftBatchFast } from './fast-draft-check.js';
+import { ForgetOnRollbackDriver, LedgerMemory } from './ledger-memory.js';
 import { migrateSqlSchema } from './schema.js';
 
 /** Test-only fault injection: `beforeCommit` runs inside the transaction, before any row is written; throwing aborts it. */
@@ -64,16 +84,17 @@ export interface SqlLedgerOptions {
   clock?: () => number;
   /** Test-only fault injection. */
   testHooks?: SqlStoreTestHooks;
+  /**
+   * True when this ledger's connection is the only writer of the database, as in a Durable
+   * Object: each session's key, head and lease state are then kept in memory between calls
+   * instead of being read in every transaction (forgotten after any failed write). Leave it off
+   * (the default) whenever another connection or process may write the same database, as with a
+   * better-sqlite3 file: memory would miss their writes. In single-writer mode, every transaction
+   * that wraps a ledger call must go through `ledger.driver`, so that its failure is seen.
+   */
+  singleWriter?: boolean;
 }
 
-interface EventRow {
-  sequence: number;
-  event_id: string;
-  body: string;
-}
-
-const INSERT_EVENT =
-  'INSERT INTO events (session_id, sequence, event_id, type, command_id, body) VALUES (?, ?, ?, ?, ?, ?)';
 const UPSERT_LEASE =
   'INSERT INTO leases (session_id, state) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET state = excluded.state';
 
@@ -103,16 +124,33 @@ function guard<T>(code: 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_READ_FAILE
  * uses the async {@link SqlDurableEventStore} wrapper.
  */
 export class SqlLedger {
+  /**
+   * The connection. In single-writer mode it is a wrapper that makes the ledger forget what it
+   * remembered whenever one of its transactions fails; run every transaction through it.
+   */
   readonly driver: SqlDriver;
   readonly #clock: () => number;
   readonly #hooks: SqlStoreTestHooks;
   readonly #commitListeners = new Set<(commit: SqlCommit) => void>();
+  /** What a single-writer ledger remembers (`undefined`: it reads everything every time). */
+  readonly #memory: LedgerMemory | undefined;
 
   constructor(driver: SqlDriver, options: SqlLedgerOptions = {}) {
-    this.driver = driver;
     this.#clock = options.clock ?? Date.now;
     this.#hooks = options.testHooks ?? {};
-    guard('DURABLE_EVENT_WRITE_FAILED', () => migrateSqlSchema(driver));
+    if (options.singleWriter === true) {
+      this.#memory = new LedgerMemory();
+      this.driver = new ForgetOnRollbackDriver(driver, this.#memory);
+    } else {
+      this.#memory = undefined;
+      this.driver = driver;
+    }
+    guard('DURABLE_EVENT_WRITE_FAILED', () => migrateSqlSchema(this.driver));
+  }
+
+  /** True when this ledger remembers keys, heads and lease states between calls. */
+  get singleWriter(): boolean {
+    return this.#memory !== undefined;
   }
 
   /** The ledger's clock, in epoch milliseconds. */
@@ -131,28 +169,45 @@ export class SqlLedger {
     };
   }
 
+  /** The session's key in `session_keys`, or `null` before its first append. */
+  #key(sessionId: SessionId): number | null {
+    const remembered = this.#memory?.keys.get(sessionId);
+    if (remembered !== undefined) return remembered;
+    const key = findSessionKey(this.driver, sessionId);
+    if (key !== null) this.#memory?.remember(this.#memory.keys, sessionId, key);
+    return key;
+  }
+
   #head(sessionId: SessionId): EventSequence | null {
-    const rows = this.driver.query<{ head: number | null }>(
-      'SELECT MAX(sequence) AS head FROM events WHERE session_id = ?',
-      sessionId,
-    );
-    const head = rows[0]?.head ?? null;
-    if (head === null) return null;
-    if (!Number.isSafeInteger(head) || head < 1) throw corrupt(sessionId, `head sequence ${String(head)} is invalid`);
-    return EventSequence(head);
+    const remembered = this.#memory?.heads.get(sessionId);
+    if (remembered !== undefined) return remembered;
+    const key = this.#key(sessionId);
+    const value = key === null ? null : readHeadRow(this.driver, key);
+    if (value !== null && (!Number.isSafeInteger(value) || value < 1)) {
+      throw corrupt(sessionId, `head sequence ${String(value)} is invalid`);
+    }
+    const head = value === null ? null : EventSequence(value);
+    this.#memory?.remember(this.#memory.heads, sessionId, head);
+    return head;
   }
 
   #lease(sessionId: SessionId): LeaseState | null {
+    const remembered = this.#memory?.leases.get(sessionId);
+    if (remembered !== undefined) return remembered;
     const rows = this.driver.query<{ state: string }>('SELECT state FROM leases WHERE session_id = ?', sessionId);
     const row = rows[0];
-    if (row === undefined) return null;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(row.state);
-    } catch (error) {
-      throw corrupt(sessionId, 'lease state is not JSON', error);
+    let state: LeaseState | null = null;
+    if (row !== undefined) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(row.state);
+      } catch (error) {
+        throw corrupt(sessionId, 'lease state is not JSON', error);
+      }
+      state = parseLeaseState(parsed);
     }
-    return parseLeaseState(parsed);
+    this.#memory?.remember(this.#memory.leases, sessionId, state);
+    return state;
   }
 
   #writeLease(sessionId: SessionId, state: LeaseState): void {
@@ -162,34 +217,62 @@ export class SqlLedger {
   /** Validates and appends one batch atomically; see {@link DurableEventStore.append}. */
   append(sessionId: SessionId, drafts: readonly DurableEventDraft[], options?: DurableAppendOptions): DurableAppendResult {
     const id = checkSessionId(sessionId);
-    const valid = validateDraftBatch(drafts);
-    const result = guard('DURABLE_EVENT_WRITE_FAILED', () =>
-      this.driver.transaction(() => {
-        const planned = planAppend({
-          sessionId: id,
-          drafts: valid,
-          options,
-          head: this.#head(id),
-          lease: this.#lease(id),
-          nowMs: this.#clock(),
+    return this.#append(id, validateDraftBatchFast(drafts), options);
+  }
+
+  /**
+   * {@link SqlLedger.append} of a batch sent as JSON text (an array of drafts), as it arrives over
+   * RPC: parsing it here lets validation skip what `JSON.parse` output cannot contain.
+   */
+  appendJson(sessionId: SessionId, draftsJson: string, options?: DurableAppendOptions): DurableAppendResult {
+    const id = checkSessionId(sessionId);
+    return this.#append(id, parseDraftBatchJson(draftsJson), options);
+  }
+
+  #append(id: SessionId, valid: DurableEventDraft[], options: DurableAppendOptions | undefined): DurableAppendResult {
+    const write = (): { planned: DurableAppendResult; key: number } => {
+      const head = this.#head(id);
+      // The exact JSON whose size `planAppend` checked becomes the row body: encoded once.
+      const encodings: string[] = [];
+      const planned = planAppend({
+        sessionId: id,
+        drafts: valid,
+        options,
+        head,
+        lease: this.#lease(id),
+        nowMs: this.#clock(),
+        encodings,
+      });
+      if (planned.lastSequence > MAX_SEQUENCE) {
+        throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `a session holds at most ${MAX_SEQUENCE} events`, {
+          details: { limit: MAX_SEQUENCE, actual: planned.lastSequence },
         });
-        this.#beforeCommit(id);
-        for (const event of planned.events) {
-          this.driver.exec(
-            INSERT_EVENT,
-            id,
-            event.sequence,
-            event.eventId,
-            event.type,
-            event.commandId ?? null,
-            JSON.stringify(event),
-          );
-        }
-        return planned;
-      }),
+      }
+      this.#beforeCommit(id);
+      const key = this.#key(id) ?? createSessionKey(this.driver, id);
+      insertEventRows(this.driver, key, (head ?? 0) + 1, encodings);
+      return { planned, key };
+    };
+    // Single writer, key, head and lease known, one INSERT statement: that statement is the
+    // whole write, and atomic by itself.
+    const alone = this.#memory?.knows(id) === true && insertStatementCount(valid.length) === 1;
+    const { planned, key } = guard('DURABLE_EVENT_WRITE_FAILED', () =>
+      alone ? this.#alone(write) : this.driver.transaction(write),
     );
-    this.#notify({ sessionId: id, result });
-    return result;
+    this.#memory?.remember(this.#memory.keys, id, key);
+    this.#memory?.remember(this.#memory.heads, id, planned.lastSequence);
+    this.#notify({ sessionId: id, result: planned });
+    return planned;
+  }
+
+  /** Runs a single-statement write without a transaction of its own; a failure forgets memory. */
+  #alone<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      this.#memory?.forget();
+      throw error;
+    }
   }
 
   #beforeCommit(sessionId: SessionId): void {
@@ -220,13 +303,8 @@ export class SqlLedger {
       const head = this.#head(id);
       checkReadCursor(plan.after, head);
       const after = plan.after ?? 0;
-      const rows = this.driver.query<EventRow>(
-        'SELECT sequence, event_id, body FROM events WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?',
-        id,
-        after,
-        head ?? 0,
-        plan.limit,
-      );
+      const key = head === null ? null : this.#key(id);
+      const rows = key === null || head === null ? [] : readEventRows(this.driver, key, after, head, plan.limit);
       const expectedCount = Math.min(plan.limit, (head ?? 0) - after);
       if (rows.length !== expectedCount) {
         throw corrupt(id, `expected ${expectedCount} events after ${after}, found ${rows.length} (sequence gap)`);
@@ -247,7 +325,7 @@ export class SqlLedger {
       const message = error instanceof Error ? error.message : String(error);
       throw corrupt(sessionId, `event ${expectedSequence} is unreadable: ${message}`, error);
     }
-    if (envelope.sequence !== row.sequence || envelope.eventId !== row.event_id || envelope.sessionId !== sessionId) {
+    if (envelope.sequence !== row.sequence || envelope.sessionId !== sessionId) {
       throw corrupt(sessionId, `event ${expectedSequence} does not match its row`);
     }
     return envelope;
@@ -285,14 +363,16 @@ export class SqlLedger {
     sessionId: SessionId,
     decide: (state: LeaseState | null, nowMs: number) => LeaseState,
   ): DurableExecutionLeaseRecord {
-    return guard('DURABLE_EVENT_WRITE_FAILED', () =>
+    const next = guard('DURABLE_EVENT_WRITE_FAILED', () =>
       this.driver.transaction(() => {
         const state = this.#lease(sessionId);
-        const next = decide(state, this.#clock());
-        if (next !== state) this.#writeLease(sessionId, next);
-        return leaseRecord(sessionId, next);
+        const decided = decide(state, this.#clock());
+        if (decided !== state) this.#writeLease(sessionId, decided);
+        return decided;
       }),
     );
+    this.#memory?.remember(this.#memory.leases, sessionId, next);
+    return leaseRecord(sessionId, next);
   }
 
   /** Throws unless `fence` names the current active lease. */

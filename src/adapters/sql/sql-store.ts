@@ -76,7 +76,8 @@ export class SqlDurableEventStore implements DurableEventStore, DurableExecution
     const { onDurabilityCreateWithin, ...ledgerOptions } = options;
     this.ledger = new SqlLedger(driver, ledgerOptions);
     this.ledger.onCommit((commit) => this.#dispatch(commit));
-    this.durability = new SqlDurability(driver, {
+    // The ledger's driver: in single-writer mode it notices failed transactions (see SqlLedger).
+    this.durability = new SqlDurability(this.ledger.driver, {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(onDurabilityCreateWithin === undefined ? {} : { onCreateWithin: onDurabilityCreateWithin }),
     });
