@@ -45,6 +45,7 @@ export {
   toRpcResult,
   unwrapRpcResult,
   type RpcAppendOptions,
+  type RpcAppendReceipt,
   type RpcLeaseAcquireOptions,
   type RpcReadOptions,
   type RpcResult,
