@@ -60,6 +60,15 @@ if (adminToken) {
 }
 console.log('Try:');
 console.log(`  curl -s ${baseUrl}/healthz`);
+if (adminToken) {
+  const auth = `-H 'Authorization: Bearer ${adminToken}'`;
+  console.log(
+    `  curl -s ${auth} -H 'content-type: application/json' ${baseUrl}/v1/sessions/demo/events \\\n` +
+      `    -d '{"events":[{"type":"session_created","data":{"source":"create"}}]}'`,
+  );
+  console.log(`  curl -s ${auth} ${baseUrl}/v1/sessions/demo/events`);
+  console.log(`  API reference: ${baseUrl}/docs`);
+}
 console.log('');
 
 const wrangler = path.join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'wrangler.cmd' : 'wrangler');
