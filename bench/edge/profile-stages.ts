@@ -31,7 +31,7 @@ export const PROFILE_STAGE_INFO: Record<ProfileStage, { label: string; base: Pro
   ledger: { label: 'SqlLedger.appendJson, count returned (all in-object work)', base: 'noop', input: 'json' },
   ledgerReceipt: { label: '+ compact receipt cloned back (= appendJson RPC)', base: 'ledger', input: 'json' },
   noopDrafts: { label: 'what-if: RPC call, drafts as objects in (HTTP route)', base: null, input: 'drafts' },
-  validateDrafts: { label: '  + validateDraftBatchFast (objects: descriptor walk)', base: 'noopDrafts', input: 'drafts' },
-  validateDraftsZod: { label: '  + validateDraftBatch (zod) instead', base: 'noopDrafts', input: 'drafts' },
+  validateDrafts: { label: '  + validateDraftBatch (objects: descriptor walk)', base: 'noopDrafts', input: 'drafts' },
+  validateDraftsZod: { label: '  + validateDraftBatchStrict (zod) instead', base: 'noopDrafts', input: 'drafts' },
   ledgerDraftsResult: { label: '  SqlLedger.append, whole result back (= append RPC)', base: 'noopDrafts', input: 'drafts' },
 };

@@ -24,6 +24,7 @@ import {
   type DurableEventDraft,
   type DurableEventEnvelope,
 } from '../protocol/events.js';
+import { fastParseDraftBatch } from '../protocol/draft-fast-path.js';
 import { utf8ByteLength } from '../protocol/json.js';
 import {
   EventId,
@@ -75,8 +76,34 @@ export function checkSessionId(sessionId: unknown): SessionId {
   return sessionId as SessionId;
 }
 
-/** Strictly validates a whole batch of drafts; throws on the first bad one (nothing is written). */
+/**
+ * Strictly validates a whole batch of drafts; throws on the first bad one (nothing is written).
+ * The common valid batch is accepted by the zod-free fast path (`protocol/draft-fast-path.ts`,
+ * proven equal to zod by a differential property test); anything it declines goes through
+ * {@link validateDraftBatchStrict}, whose errors are therefore the only ones callers see.
+ */
 export function validateDraftBatch(drafts: unknown): DurableEventDraft[] {
+  return fastParseDraftBatch(drafts, 'any') ?? validateDraftBatchStrict(drafts);
+}
+
+/**
+ * Parses and validates a batch sent as JSON text (an array of drafts): {@link validateDraftBatch}
+ * of `JSON.parse(text)`, with the cheaper checks that parsed JSON allows. Text that is not JSON is
+ * `DURABLE_EVENT_INVALID_INPUT`.
+ */
+export function parseDraftBatchJson(text: unknown): DurableEventDraft[] {
+  if (typeof text !== 'string') throw invalidInput('events must be sent as JSON text');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'events are not valid JSON', { cause: error });
+  }
+  return fastParseDraftBatch(parsed, 'parsed') ?? validateDraftBatchStrict(parsed);
+}
+
+/** The reference validator: every draft through its zod schema. */
+export function validateDraftBatchStrict(drafts: unknown): DurableEventDraft[] {
   if (!Array.isArray(drafts)) throw invalidInput('events must be an array of drafts');
   if (drafts.length === 0) throw invalidInput('an append needs at least one event');
   if (drafts.length > MAX_BATCH_EVENTS) {

@@ -16,8 +16,8 @@
  *   ledgerReceipt the same, returning the compact receipt (what `appendJson` answers).
  * The what-ifs of the HTTP route's path (`append`, drafts as objects):
  *   noopDrafts          the RPC itself, the drafts cloned in as objects;
- *   validateDrafts      + `validateDraftBatchFast` on objects (descriptor walk);
- *   validateDraftsZod   + `validateDraftBatch` (zod) instead;
+ *   validateDrafts      + `validateDraftBatch` on objects (descriptor walk);
+ *   validateDraftsZod   + `validateDraftBatchStrict` (zod) instead;
  *   ledgerDraftsResult  `SqlLedger.append`, the whole `DurableAppendResult` returned.
  * The ledger stages append to session `profile`, the insert stage to session `profile-insert`
  * of the same table, so both logs grow like a real one.
@@ -26,10 +26,9 @@ import { DurableObject } from 'cloudflare:workers';
 import { appendReceiptOf } from '../../../src/adapters/durable-object/append-receipt.js';
 import type { RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.js';
 import { DurableObjectSqlDriver } from '../../../src/adapters/durable-object/storage-sql-driver.js';
-import { parseDraftBatchJson, validateDraftBatchFast } from '../../../src/adapters/sql/fast-draft-check.js';
+import { parseDraftBatchJson, planAppend, validateDraftBatch, validateDraftBatchStrict } from '../../../src/core/log-engine.js';
 import { createSessionKey, findSessionKey, insertEventRows } from '../../../src/adapters/sql/event-rows.js';
 import { SqlLedger } from '../../../src/adapters/sql/sql-ledger.js';
-import { planAppend, validateDraftBatch } from '../../../src/core/log-engine.js';
 import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
 import { EventSequence, SessionId } from '../../../src/protocol/ids.js';
@@ -92,11 +91,11 @@ export class ProfileObject extends DurableObject<unknown> implements Record<Prof
   }
 
   validateDrafts(drafts: readonly DurableEventDraft[]): number {
-    return validateDraftBatchFast(drafts).length;
+    return validateDraftBatch(drafts).length;
   }
 
   validateDraftsZod(drafts: readonly DurableEventDraft[]): number {
-    return validateDraftBatch(drafts).length;
+    return validateDraftBatchStrict(drafts).length;
   }
 
   ledgerDraftsResult(drafts: readonly DurableEventDraft[]): DurableAppendResult {

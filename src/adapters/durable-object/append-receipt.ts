@@ -4,7 +4,7 @@
  * An append result repeats the drafts the caller already holds; only the store-assigned fields
  * are new. So the SessionObject answers `appendJson` with those fields alone, and
  * `DurableObjectEventStore` rebuilds the result:
- * 1. the caller validates its drafts (`validateDraftBatchFast`) and sends the validated copies as
+ * 1. the caller validates its drafts (`validateDraftBatch`) and sends the validated copies as
  *    JSON text; validated drafts are lossless JSON, so the object parses back exactly these drafts
  *    and validates, plans and stores them;
  * 2. the object appends (`SessionObject.appendJson`) and answers {@link appendReceiptOf} its

@@ -22,7 +22,7 @@ import type {
   DurabilityRecordResult,
 } from '../../core/durability/ledger-contract.js';
 import { validateDurabilityDraft } from '../../core/durability/ledger-engine.js';
-import { checkSessionId } from '../../core/log-engine.js';
+import { checkSessionId, validateDraftBatch } from '../../core/log-engine.js';
 import type {
   DurableAppendOptions,
   DurableAppendResult,
@@ -39,7 +39,6 @@ import type {
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
-import { validateDraftBatchFast } from '../sql/fast-draft-check.js';
 import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
@@ -130,7 +129,7 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
     // Same order of refusals as the object: an aborted call, the session ID, then the drafts.
     throwIfAborted(options?.signal);
     const id = checkSessionId(sessionId);
-    const valid = validateDraftBatchFast(drafts);
+    const valid = validateDraftBatch(drafts);
     const receipt = await this.#call<unknown>(
       options?.signal,
       id,

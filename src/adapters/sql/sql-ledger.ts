@@ -37,7 +37,9 @@ import {
   leaseRecord,
   parseLeaseState,
   planAppend,
+  parseDraftBatchJson,
   planRead,
+  validateDraftBatch,
   type LeaseState,
 } from '../../core/log-engine.js';
 import type {
@@ -63,7 +65,6 @@ import {
   readHeadRow,
   type EventRow,
 } from './event-rows.js';
-import { parseDraftBatchJson, validateDraftBatchFast } from './fast-draft-check.js';
 import { ForgetOnRollbackDriver, LedgerMemory } from './ledger-memory.js';
 import { migrateSqlSchema } from './schema.js';
 
@@ -217,7 +218,7 @@ export class SqlLedger {
   /** Validates and appends one batch atomically; see {@link DurableEventStore.append}. */
   append(sessionId: SessionId, drafts: readonly DurableEventDraft[], options?: DurableAppendOptions): DurableAppendResult {
     const id = checkSessionId(sessionId);
-    return this.#append(id, validateDraftBatchFast(drafts), options);
+    return this.#append(id, validateDraftBatch(drafts), options);
   }
 
   /**

@@ -12,18 +12,16 @@
  *    it does not fully cover: any failure at all, a non-plain object, an inherited or
  *    non-enumerable key, and content-part arrays (`DurableInput` arrays, with their media-type,
  *    base64 and URL rules), which are rare in a hot path.
- * 3. {@link validateDraftBatchFast} runs it on every draft of a batch; if any draft is declined
- *    (or the batch itself is malformed) the whole batch goes through `validateDraftBatch`, so
- *    every refusal carries the core validator's exact error.
- * 4. {@link parseDraftBatchJson} does the same for a batch sent as JSON text. What `JSON.parse`
- *    returns cannot hold accessors, prototypes, symbols, holes or cycles, so its JSON values only
- *    need the number and depth rules (`isParsedJsonLossless`): most of the cost is gone.
+ * 3. {@link fastParseDraftBatch} runs it on every draft of a batch. The core engine's
+ *    `validateDraftBatch` (and `parseDraftBatchJson`, for a batch sent as JSON text) calls it
+ *    first and, when it declines, validates the whole batch with zod, so every store gets the fast
+ *    path and every refusal carries the zod validator's exact error. What `JSON.parse` returns
+ *    cannot hold accessors, prototypes, symbols, holes or cycles, so its JSON values only need the
+ *    number and depth rules (`isParsedJsonLossless`): most of the cost is gone.
  * The draft level is built from `DURABLE_EVENT_CORRELATION`, the same table the zod schemas use.
- * `test/sqlite/fast-path.test.ts` compares both modes with `safeParseDurableEventDraft` on the
+ * `test/protocol/draft-fast-path.test.ts` compares both modes with `safeParseDurableEventDraft` on the
  * protocol fixtures and on generated mutations of them; change both files together.
  */
-import { validateDraftBatch } from '../../core/log-engine.js';
-import { DurableEventStoreError } from '../../protocol/errors.js';
 import {
   DURABLE_EVENT_CORRELATION,
   MAX_NAME_LENGTH,
@@ -32,10 +30,10 @@ import {
   isIsoTimestamp,
   type DurableEventDraft,
   type DurableEventType,
-} from '../../protocol/events.js';
-import { isValidId } from '../../protocol/ids.js';
-import { MAX_BATCH_EVENTS, MAX_TEXT_LENGTH } from '../../protocol/limits.js';
-import { isLosslessJsonFast, isParsedJsonLossless } from './fast-json-check.js';
+} from './events.js';
+import { isValidId } from './ids.js';
+import { MAX_BATCH_EVENTS, MAX_TEXT_LENGTH } from './limits.js';
+import { isLosslessJsonFast, isParsedJsonLossless } from './json-fast-check.js';
 
 /** What a check returns when it does not accept the value. */
 const DECLINE: unique symbol = Symbol('decline');
@@ -280,53 +278,27 @@ export function fastParseParsedDraft(value: unknown): DurableEventDraft | undefi
   return parseWith(CHECKS.parsed, value);
 }
 
-function validateBatchWith(drafts: unknown, source: Source): DurableEventDraft[] {
+/**
+ * The fast path over a whole batch: every draft parsed as zod would, or `undefined` as soon as the
+ * batch itself is malformed or any draft is declined — the caller then runs the zod validator on
+ * the whole batch, so every refusal carries its exact error. `source: 'parsed'` is for a value
+ * `JSON.parse` returned (cheaper JSON checks).
+ */
+export function fastParseDraftBatch(drafts: unknown, source: Source): DurableEventDraft[] | undefined {
   if (
     !Array.isArray(drafts) ||
     Object.getPrototypeOf(drafts) !== Array.prototype ||
     drafts.length === 0 ||
     drafts.length > MAX_BATCH_EVENTS
   ) {
-    return validateDraftBatch(drafts);
+    return undefined;
   }
   const checks = CHECKS[source];
   const out: DurableEventDraft[] = [];
   for (let index = 0; index < drafts.length; index++) {
     const parsed = parseWith(checks, drafts[index]);
-    if (parsed === undefined) return validateDraftBatch(drafts);
+    if (parsed === undefined) return undefined;
     out.push(parsed);
   }
   return out;
-}
-
-/**
- * `validateDraftBatch` with the fast path in front: the same result for a valid batch, and the
- * same error (from `validateDraftBatch` itself) for an invalid one.
- *
- * @example
- * const valid = validateDraftBatchFast([{ type: 'request_started', requestId, data: {} }]);
- */
-export function validateDraftBatchFast(drafts: unknown): DurableEventDraft[] {
-  return validateBatchWith(drafts, 'any');
-}
-
-/**
- * Parses and validates a batch sent as JSON text (an array of drafts): `validateDraftBatch` of
- * `JSON.parse(text)`, with the fast path in front. Text that is not JSON is
- * `DURABLE_EVENT_INVALID_INPUT`.
- *
- * @example
- * const valid = parseDraftBatchJson(JSON.stringify(validateDraftBatchFast(drafts)));
- */
-export function parseDraftBatchJson(text: unknown): DurableEventDraft[] {
-  if (typeof text !== 'string') {
-    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'events must be sent as JSON text');
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'events are not valid JSON', { cause: error });
-  }
-  return validateBatchWith(parsed, 'parsed');
 }

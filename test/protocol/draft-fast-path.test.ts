@@ -1,5 +1,5 @@
 /**
- * The validation fast path (`src/adapters/sql/fast-draft-check.ts`, `fast-json-check.ts`) against
+ * The validation fast path (`src/protocol/draft-fast-path.ts`, `json-fast-check.ts`) against
  * the reference validators, differentially:
  * - `isLosslessJsonFast` gives `isLosslessJson`'s verdict on generated values of every kind and
  *   on hand-made exotic ones; `isParsedJsonLossless` does on anything `JSON.parse` returns;
@@ -7,18 +7,14 @@
  *   fixture they cover and return exactly zod's result (same values, same key order), decline
  *   every invalid fixture, and, on thousands of generated mutations of valid drafts, never accept
  *   anything zod refuses nor return anything zod would not;
- * - the batch entry points return `validateDraftBatch`'s result and throw its exact error.
+ * - the batch entry points (`validateDraftBatch`, `parseDraftBatchJson`) return the zod-only
+ *   `validateDraftBatchStrict`'s result and throw its exact error.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  fastParseDraft,
-  fastParseParsedDraft,
-  parseDraftBatchJson,
-  validateDraftBatchFast,
-} from '../../src/adapters/sql/fast-draft-check.js';
-import { isLosslessJsonFast, isParsedJsonLossless } from '../../src/adapters/sql/fast-json-check.js';
-import { validateDraftBatch } from '../../src/core/log-engine.js';
+import { parseDraftBatchJson, validateDraftBatch, validateDraftBatchStrict } from '../../src/core/log-engine.js';
+import { fastParseDraft, fastParseParsedDraft } from '../../src/protocol/draft-fast-path.js';
+import { isLosslessJsonFast, isParsedJsonLossless } from '../../src/protocol/json-fast-check.js';
 import { safeParseDurableEventDraft, type DurableEventDraft, type DurableEventType } from '../../src/protocol/events.js';
 import { isLosslessJson } from '../../src/protocol/json.js';
 import { MAX_JSON_DEPTH } from '../../src/protocol/limits.js';
@@ -251,15 +247,15 @@ describe('fastParseDraft and fastParseParsedDraft', () => {
   });
 });
 
-describe('validateDraftBatchFast and parseDraftBatchJson', () => {
+describe('validateDraftBatch and parseDraftBatchJson (fast path in front)', () => {
   const valid = [validDrafts.session_created, validDrafts.request_started, validDrafts.request_accepted, validDrafts.tool_completed];
 
-  it('return what validateDraftBatch returns', () => {
-    expect(validateDraftBatchFast(valid)).toStrictEqual(validateDraftBatch(valid));
-    expect(parseDraftBatchJson(JSON.stringify(valid))).toStrictEqual(validateDraftBatch(copy(valid)));
+  it('return what validateDraftBatchStrict returns', () => {
+    expect(validateDraftBatch(valid)).toStrictEqual(validateDraftBatchStrict(valid));
+    expect(parseDraftBatchJson(JSON.stringify(valid))).toStrictEqual(validateDraftBatchStrict(copy(valid)));
   });
 
-  it('throw the exact error of validateDraftBatch', () => {
+  it('throw the exact error of validateDraftBatchStrict', () => {
     const badDraft = { ...validDrafts.turn_started, data: { turn: 0 } };
     const batches: unknown[] = [
       'not an array',
@@ -270,9 +266,9 @@ describe('validateDraftBatchFast and parseDraftBatchJson', () => {
       [validDrafts.request_started, null],
     ];
     for (const batch of batches) {
-      const expected = errorOf(() => validateDraftBatch(batch));
+      const expected = errorOf(() => validateDraftBatchStrict(batch));
       expect(expected).not.toBe('no error');
-      expect(errorOf(() => validateDraftBatchFast(batch))).toEqual(expected);
+      expect(errorOf(() => validateDraftBatch(batch))).toEqual(expected);
       if (Array.isArray(batch)) expect(errorOf(() => parseDraftBatchJson(JSON.stringify(batch)))).toEqual(expected);
     }
   });
@@ -281,7 +277,7 @@ describe('validateDraftBatchFast and parseDraftBatchJson', () => {
     expect(errorOf(() => parseDraftBatchJson('[{"type":'))).toMatchObject({ code: 'DURABLE_EVENT_INVALID_INPUT' });
     expect(errorOf(() => parseDraftBatchJson(valid))).toMatchObject({ code: 'DURABLE_EVENT_INVALID_INPUT' });
     const negativeZero = '[{"type":"request_completed","requestId":"r","data":{"output":-0}}]';
-    expect(errorOf(() => parseDraftBatchJson(negativeZero))).toEqual(errorOf(() => validateDraftBatch(JSON.parse(negativeZero))));
+    expect(errorOf(() => parseDraftBatchJson(negativeZero))).toEqual(errorOf(() => validateDraftBatchStrict(JSON.parse(negativeZero))));
   });
 });
 

@@ -17,7 +17,7 @@
  *    containers fail.
  * `test/sqlite/fast-path.test.ts` checks it against `isLosslessJson` on generated values.
  */
-import { MAX_JSON_DEPTH } from '../../protocol/limits.js';
+import { MAX_JSON_DEPTH } from './limits.js';
 
 /**
  * True exactly when `isLosslessJson(value, maxDepth)` is true (see the module header).
