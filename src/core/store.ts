@@ -10,6 +10,15 @@
 import type { DurableEventDraft, DurableEventEnvelope } from '../protocol/events.js';
 import type { EventSequence, FencingToken, SessionId, WorkerId } from '../protocol/ids.js';
 
+/**
+ * Test-only fault injection every backend of this package accepts (`testHooks` option):
+ * `beforeCommit` runs right before a batch is stored; throwing fails the append with
+ * `DURABLE_EVENT_WRITE_FAILED` and nothing written. It backs the conformance `failNextCommit` control.
+ */
+export interface StoreTestHooks {
+  beforeCommit?: (sessionId: SessionId) => void;
+}
+
 /** Options every store call accepts. */
 export interface DurableStoreCallOptions {
   /** Stops waiting; once aborted, no mutation starts. The call rejects with the signal's reason (an `AbortError`). */

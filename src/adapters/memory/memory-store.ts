@@ -39,6 +39,7 @@ import type {
   DurableReadOptions,
   DurableReadResult,
   DurableStoreCallOptions,
+  StoreTestHooks,
 } from '../../core/store.js';
 import type {
   DurabilityLedgerStore,
@@ -64,10 +65,7 @@ import { DurableEventStoreError } from '../../protocol/errors.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 
-/** Hooks for tests: `beforeCommit` runs right before a batch is stored; throwing fails the append with nothing written. */
-export interface StoreTestHooks {
-  beforeCommit?: (sessionId: SessionId) => void;
-}
+export type { StoreTestHooks } from '../../core/store.js';
 
 /** Options of {@link MemoryDurableEventStore}. */
 export interface MemoryDurableEventStoreOptions {

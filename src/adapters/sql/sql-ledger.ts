@@ -43,6 +43,7 @@ import {
   type LeaseState,
 } from '../../core/log-engine.js';
 import type {
+  StoreTestHooks,
   DurableAppendOptions,
   DurableAppendResult,
   DurableExecutionFence,
@@ -69,9 +70,7 @@ import { ForgetOnRollbackDriver, LedgerMemory } from './ledger-memory.js';
 import { migrateSqlSchema } from './schema.js';
 
 /** Test-only fault injection: `beforeCommit` runs inside the transaction, before any row is written; throwing aborts it. */
-export interface SqlStoreTestHooks {
-  beforeCommit?: (sessionId: SessionId) => void;
-}
+export type SqlStoreTestHooks = StoreTestHooks;
 
 /** What commit listeners hear: the session and the whole committed batch. */
 export interface SqlCommit {

@@ -12,10 +12,9 @@
  * The lines are built from the encodings `planAppend` already produced for its byte limits.
  */
 import { planAppend, type LeaseState } from '../../../core/log-engine.js';
-import type { DurableAppendResult } from '../../../core/store.js';
+import type { DurableAppendResult, StoreTestHooks } from '../../../core/store.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { SessionId } from '../../../protocol/ids.js';
-import type { StoreTestHooks } from '../../memory/memory-store.js';
 import type { AppendOutcome, AppendRequest } from './group-commit.js';
 import type { LeaseFile } from './lease-file.js';
 import type { BatchSpan, SessionLog } from './session-file.js';

@@ -49,6 +49,7 @@ import type {
   DurableReadOptions,
   DurableReadResult,
   DurableStoreCallOptions,
+  StoreTestHooks,
 } from '../../../core/store.js';
 import type {
   DurabilityLedgerStore,
@@ -68,7 +69,6 @@ import {
 } from '../../../core/durability/ledger-engine.js';
 import type { DurableEventDraft } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
-import type { StoreTestHooks } from '../../memory/memory-store.js';
 import { runBounded, type CallState } from './bounded-call.js';
 import { ledgerHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './ledger-calls.js';
 import { resolveJsonlOptions, type JsonlDurableEventStoreOptions } from './options.js';

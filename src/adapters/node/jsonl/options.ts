@@ -10,7 +10,7 @@
  */
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../../protocol/limits.js';
-import type { StoreTestHooks } from '../../memory/memory-store.js';
+import type { StoreTestHooks } from '../../../core/store.js';
 
 /** Default `lockTimeoutMs`. */
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;

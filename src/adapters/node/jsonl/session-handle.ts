@@ -18,7 +18,7 @@ import { mkdirSync } from 'node:fs';
 import type { SessionId } from '../../../protocol/ids.js';
 import { anySignal } from '../../../core/abort.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
-import type { StoreTestHooks } from '../../memory/memory-store.js';
+import type { StoreTestHooks } from '../../../core/store.js';
 import type { CallState } from './bounded-call.js';
 import { commitAppendGroup } from './append-commit.js';
 import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
