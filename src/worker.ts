@@ -12,15 +12,15 @@
  *   alarm resumes them. See docs/durability.md.
  * This entry imports `cloudflare:workers`; it only loads inside the Workers runtime.
  */
-export { SessionObject } from '../worker/session-object.js';
-export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from '../worker/session-object-durability.js';
+export { SessionObject } from './adapters/durable-object/object/session-object.js';
+export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from './adapters/durable-object/object/durability.js';
 export {
   DEFAULT_RUN_RETRY_POLICY,
   RUN_OUTCOME_KEY,
   type AgentMounts,
   type RunRetryPolicy,
-} from '../worker/session-object-outcomes.js';
-export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from '../worker/session-object-timers.js';
+} from './adapters/durable-object/object/outcomes.js';
+export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './adapters/durable-object/object/timers.js';
 export type {
   RpcDurabilityReadOptions,
   RunDeliveryInput,

@@ -19,4 +19,4 @@ export default {
   fetch: app.fetch,
 } satisfies ExportedHandler<Env>;
 
-export { SessionObject } from './session-object.js';
+export { SessionObject } from '../src/adapters/durable-object/object/session-object.js';

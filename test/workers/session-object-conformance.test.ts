@@ -13,7 +13,7 @@ import { journalConformanceChecks } from '../../src/conformance/checks-journal.j
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
-import { SessionObject } from '../../worker/session-object.js';
+import { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
 
 const failSwitch = { armed: false };
 

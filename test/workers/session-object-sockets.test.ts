@@ -4,8 +4,9 @@
  * stale, ahead and malformed cursors; ping answered by the runtime; sockets that survive the
  * object's eviction and still receive events.
  */
-import { evictDurableObject, runInDurableObject } from 'cloudflare:test';
+import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
+import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import { SUBSCRIBER_POLICY_CLOSE_CODE } from '../../src/adapters/durable-object/socket-protocol.js';
@@ -166,7 +167,6 @@ describe('SessionObject WebSocket subscribers', () => {
     const sessionId = freshSessionId('ping');
     const subscriber = await subscribe(sessionId, { sessionId });
     await subscriber.until(caughtUp, 'caught_up');
-    await evictDurableObject(stubFor(sessionId));
     subscriber.ws.send('ping');
     await subscriber.until((s) => s.frames.includes('pong'), 'pong');
     const answered = await runInDurableObject(stubFor(sessionId), (_instance, state) =>
@@ -181,7 +181,7 @@ describe('SessionObject WebSocket subscribers', () => {
     const subscriber = await subscribe(sessionId, { sessionId });
     await subscriber.until(caughtUp, 'caught_up');
 
-    await evictDurableObject(stubFor(sessionId)); // sockets hibernate, the instance is discarded
+    await evictObject(stubFor(sessionId)); // sockets hibernate, the instance is discarded
     await store.append(sessionId, markers(2, 'after')); // wakes a NEW instance
 
     await subscriber.until((s) => s.events.length === 4, 'events after wake');
@@ -189,9 +189,24 @@ describe('SessionObject WebSocket subscribers', () => {
     expect(subscriber.closed).toBeNull();
 
     // A second eviction: the cursor in the attachment moved with the pushed events.
-    await evictDurableObject(stubFor(sessionId));
+    await evictObject(stubFor(sessionId));
     await store.append(sessionId, markers(1, 'again'));
     await subscriber.until((s) => s.events.length === 5, 'event after second wake');
     expect(subscriber.events.map((f) => f.event.sequence)).toEqual([1, 2, 3, 4, 5]);
   });
 });
+
+/**
+ * Discards the object's instance the way an eviction does: `ctx.abort()` throws away the isolate's
+ * in-memory state; hibernatable sockets are owned by the runtime and stay connected.
+ * (`evictDurableObject` arrived in vitest-pool-workers releases that need Node 22.)
+ */
+async function evictObject(stub: DurableObjectStub<SessionObject>): Promise<void> {
+  await runInDurableObject(stub, (_instance, state) => {
+    try {
+      state.abort('test eviction');
+    } catch {
+      // abort() throws inside the call that requested it; the instance is gone either way.
+    }
+  }).catch(() => undefined);
+}

@@ -18,16 +18,16 @@
  * this object is the only writer, but a wrong attachment must not skip events) is first caught up
  * from the log. Sending never waits: a socket whose send throws is closed and dropped.
  */
-import type { SqlLedger } from '../src/adapters/sql/sql-ledger.js';
+import type { SqlLedger } from '../../sql/sql-ledger.js';
 import {
   SUBSCRIBER_POLICY_CLOSE_CODE,
   SUBSCRIBER_REPLAY_PAGE_SIZE,
   type SubscriberMessage,
-} from '../src/adapters/durable-object/socket-protocol.js';
-import { DurableError, DurableEventSubscriptionError } from '../src/protocol/errors.js';
-import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../src/protocol/cursor.js';
-import type { DurableEventEnvelope } from '../src/protocol/events.js';
-import { EventSequence, type SessionId } from '../src/protocol/ids.js';
+} from '../socket-protocol.js';
+import { DurableError, DurableEventSubscriptionError } from '../../../protocol/errors.js';
+import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../../protocol/cursor.js';
+import type { DurableEventEnvelope } from '../../../protocol/events.js';
+import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 
 /** What a socket's attachment holds: the last event it was sent (or `null` before the first). */
 export interface SocketCursor {

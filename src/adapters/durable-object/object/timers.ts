@@ -16,11 +16,11 @@
  * same way. Arming calls are chained: each reads the table only after the previous `setAlarm`
  * went through, so two concurrent arms cannot leave the alarm at the later of two deadlines.
  */
-import type { SqlDriver } from '../src/adapters/sql/driver.js';
-import { checkDurabilityKey } from '../src/core/durability/ledger-engine.js';
-import { DurabilityError } from '../src/protocol/errors.js';
-import type { SessionId } from '../src/protocol/ids.js';
-import type { JsonValue } from '../src/protocol/json.js';
+import type { SqlDriver } from '../../sql/driver.js';
+import { checkDurabilityKey } from '../../../core/durability/ledger-engine.js';
+import { DurabilityError } from '../../../protocol/errors.js';
+import type { SessionId } from '../../../protocol/ids.js';
+import type { JsonValue } from '../../../protocol/json.js';
 
 /** Kinds of timer rows. */
 export const TIMER_KINDS = {

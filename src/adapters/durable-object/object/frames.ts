@@ -3,12 +3,12 @@
  * subscribers as one text frame `{ "type": "durability", "record": ... }`, after its commit.
  *
  * Subscribers are the object's hibernatable sockets; a socket counts once its subscription was
- * accepted, which is when `session-object-sockets.ts` writes the session into its attachment (the
+ * accepted, which is when `sockets.ts` writes the session into its attachment (the
  * attachment survives hibernation). Sending never waits and never throws: a broken socket is
  * dropped by the event path, and a progress frame is best effort (the ledger has the record).
  */
-import type { SubscriberDurabilityMessage } from '../src/adapters/durable-object/durability-rpc.js';
-import type { DurabilityRecord } from '../src/core/durability/ledger-contract.js';
+import type { SubscriberDurabilityMessage } from '../durability-rpc.js';
+import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
 
 /** Sends `record` to every subscribed socket of its session. */
 export function broadcastDurability(ctx: DurableObjectState, record: DurabilityRecord): void {

@@ -9,12 +9,12 @@
  * 3. `toolCallState` / `runStatus` turn the run table row plus the `run` record into what
  *    `getRun` reports.
  */
-import type { RunState, ToolCallState } from '../src/adapters/durable-object/durability-rpc.js';
-import type { DurabilityRecord } from '../src/core/durability/ledger-contract.js';
-import { durabilityIdentity } from '../src/core/durability/ledger-engine.js';
-import type { MountAgentOptions } from '../src/core/runtime/runtime-types.js';
-import type { JsonValue } from '../src/protocol/json.js';
-import type { ToolRunRow } from './session-object-runs.js';
+import type { RunState, ToolCallState } from '../durability-rpc.js';
+import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
+import { durabilityIdentity } from '../../../core/durability/ledger-engine.js';
+import type { MountAgentOptions } from '../../../core/runtime/runtime-types.js';
+import type { JsonValue } from '../../../protocol/json.js';
+import type { ToolRunRow } from './runs.js';
 
 /** The agents a SessionObject mounts: agent name -> its tools (see `SessionObject.agents()`). */
 export type AgentMounts = Readonly<Record<string, MountAgentOptions>>;

@@ -28,15 +28,15 @@ import {
   type RecoveryResults,
   type RpcJournalCallOptions,
   type SessionProjectionResult,
-} from '../src/adapters/durable-object/journal-rpc.js';
-import type { SqlDurableEventStore } from '../src/adapters/sql/sql-store.js';
-import { DurableSessionJournal } from '../src/core/journal/journal.js';
+} from '../journal-rpc.js';
+import type { SqlDurableEventStore } from '../../sql/sql-store.js';
+import { DurableSessionJournal } from '../../../core/journal/journal.js';
 import type {
   DurableCommitResult,
   DurableJournalCommand,
   DurableJournalExecutionLease,
-} from '../src/core/journal/journal-options.js';
-import { DurableSessionRecoveryCoordinator } from '../src/core/recovery/coordinator.js';
+} from '../../../core/journal/journal-options.js';
+import { DurableSessionRecoveryCoordinator } from '../../../core/recovery/coordinator.js';
 import type {
   PrepareRequestRecoveryInput,
   PrepareTurnRecoveryInput,
@@ -45,15 +45,15 @@ import type {
   ReconcileToolOutcomeInput,
   ResolvePermissionInput,
   StartToolAttemptInput,
-} from '../src/core/recovery/coordinator-types.js';
-import type { DurableExecutionFence } from '../src/core/store.js';
+} from '../../../core/recovery/coordinator-types.js';
+import type { DurableExecutionFence } from '../../../core/store.js';
 import {
   DurableEventStoreError,
   DurableExecutionLeaseError,
   isDurableCommandOutcomeUnknownError,
   isDurableError,
-} from '../src/protocol/errors.js';
-import type { SessionId } from '../src/protocol/ids.js';
+} from '../../../protocol/errors.js';
+import type { SessionId } from '../../../protocol/ids.js';
 
 /** One journal + coordinator pair, bound to one fence (or to none). */
 interface Slot {

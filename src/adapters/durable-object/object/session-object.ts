@@ -14,11 +14,11 @@
  *   their class and code across RPC). The object records the session it serves on the first call
  *   and refuses any other session.
  * - Subscribers: WebSocket upgrades on `fetch` (`?sessionId=...&after=<cursor>`) become
- *   hibernatable sockets (see `session-object-sockets.ts`); `ping` is answered by the runtime.
+ *   hibernatable sockets (see `sockets.ts`); `ping` is answered by the runtime.
  * - After every committed append, whatever ran it (an RPC append, or later code running inside
  *   the object over `this.store`), `afterCommit` pushes the events to sockets and settles long
  *   polls. Subclasses and later features add methods that use `this.store` / `this.ledger`.
- * - Durable tool calls (`session-object-durability.ts`): a subclass mounts agents by overriding
+ * - Durable tool calls (`durability.ts`): a subclass mounts agents by overriding
  *   `agents()`; `startToolCall` runs a tool inside the object, `step` / `sleep` / `waitFor` write
  *   the session's durability ledger, and the object's alarm — shared through the `timers` table
  *   with the owner's `scheduleTimer` / `onTimer` — resumes sleeping calls after an eviction.
@@ -34,7 +34,7 @@ import {
   type RpcResult,
   type RpcWaitResult,
   type SessionObjectRpc,
-} from '../src/adapters/durable-object/rpc.js';
+} from '../rpc.js';
 import type {
   RpcDurabilityReadOptions,
   RunDeliveryInput,
@@ -44,34 +44,34 @@ import type {
   StartToolCallInput,
   ToolCallAccepted,
   ToolCallState,
-} from '../src/adapters/durable-object/durability-rpc.js';
-import { appendReceiptOf } from '../src/adapters/durable-object/append-receipt.js';
-import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../src/adapters/durable-object/socket-protocol.js';
-import { DurableObjectSqlDriver } from '../src/adapters/durable-object/storage-sql-driver.js';
-import type { SqlLedger, SqlStoreTestHooks } from '../src/adapters/sql/sql-ledger.js';
-import { SqlDurableEventStore } from '../src/adapters/sql/sql-store.js';
+} from '../durability-rpc.js';
+import { appendReceiptOf } from '../append-receipt.js';
+import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../socket-protocol.js';
+import { DurableObjectSqlDriver } from '../storage-sql-driver.js';
+import type { SqlLedger, SqlStoreTestHooks } from '../../sql/sql-ledger.js';
+import { SqlDurableEventStore } from '../../sql/sql-store.js';
 import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../src/core/durability/ledger-contract.js';
-import { checkSessionId } from '../src/core/log-engine.js';
+} from '../../../core/durability/ledger-contract.js';
+import { checkSessionId } from '../../../core/log-engine.js';
 import type {
   DurableAppendResult,
   DurableExecutionFence,
   DurableExecutionLeaseRecord,
   DurableReadResult,
-} from '../src/core/store.js';
-import { DurableEventStoreError } from '../src/protocol/errors.js';
-import type { DurableEventDraft, DurableEventEnvelope } from '../src/protocol/events.js';
-import type { EventSequence, SessionId } from '../src/protocol/ids.js';
-import type { JsonValue } from '../src/protocol/json.js';
-import { SessionDurability } from './session-object-durability.js';
-import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './session-object-outcomes.js';
-import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './session-object-timers.js';
-import { HeadWaiters, isPast } from './session-object-waiters.js';
-import { SessionSockets } from './session-object-sockets.js';
-import { SessionJournalHost } from './session-object-journal.js';
+} from '../../../core/store.js';
+import { DurableEventStoreError } from '../../../protocol/errors.js';
+import type { DurableEventDraft, DurableEventEnvelope } from '../../../protocol/events.js';
+import type { EventSequence, SessionId } from '../../../protocol/ids.js';
+import type { JsonValue } from '../../../protocol/json.js';
+import { SessionDurability } from './durability.js';
+import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './outcomes.js';
+import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
+import { HeadWaiters, isPast } from './waiters.js';
+import { SessionSockets } from './sockets.js';
+import { SessionJournalHost } from './journal.js';
 import type {
   RecoveryInputs,
   RecoveryOperation,
@@ -79,8 +79,8 @@ import type {
   RpcJournalCallOptions,
   SessionObjectJournalRpc,
   SessionProjectionResult,
-} from '../src/adapters/durable-object/journal-rpc.js';
-import type { DurableCommitResult, DurableJournalCommand } from '../src/core/journal/journal-options.js';
+} from '../journal-rpc.js';
+import type { DurableCommitResult, DurableJournalCommand } from '../../../core/journal/journal-options.js';
 
 /** `ledger_meta` key holding the session this object serves. */
 const SESSION_KEY = 'session_id';
@@ -135,7 +135,7 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
   readonly #sockets: SessionSockets;
   readonly #durability: SessionDurability;
   #sessionId: SessionId | null = null;
-  /** Journal and recovery coordinator over this object's store (`session-object-journal.ts`), made on first use. */
+  /** Journal and recovery coordinator over this object's store (`journal.ts`), made on first use. */
   #journals: SessionJournalHost | undefined;
 
   constructor(ctx: DurableObjectState, env: unknown) {
@@ -208,7 +208,7 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
     return this.#durability.timers.list(TIMER_KINDS.user).map(({ key, dueMs, payload }) => ({ key, dueMs, payload }));
   }
 
-  /** The alarm serves every timer (sleeps, waits, retries, the owner's); see `session-object-timers.ts`. */
+  /** The alarm serves every timer (sleeps, waits, retries, the owner's); see `timers.ts`. */
   override async alarm(): Promise<void> {
     await this.#durability.alarm();
   }
@@ -383,7 +383,7 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
     return toRpcResult(() => this.#durability.getRun(this.bindSession(sessionId), runId));
   }
 
-  // ---- RPC: journal commands, projection, recovery (see session-object-journal.ts) -----------
+  // ---- RPC: journal commands, projection, recovery (see journal.ts) -----------
 
   async commit(
     sessionId: string,

@@ -7,10 +7,10 @@
  * 1. Start: `startToolCall` stores the call in `tool_runs` (what a replay needs) and runs the
  *    handler in the object, without holding the request. The outcome becomes a `run_event`
  *    record `run` (completed with `{ result }`, failed with `{ error, attempts }`; see
- *    `session-object-outcomes.ts`).
+ *    `outcomes.ts`).
  * 2. Deadlines: the transaction that records a `sleep` (or a `wait` with a timeout) of a call
  *    the object runs also inserts a timer row; after commit the alarm is armed to the earliest row
- *    (`session-object-timers.ts`). The handler itself waits locally while the object lives.
+ *    (`timers.ts`). The handler itself waits locally while the object lives.
  * 3. Alarm: each due row is consumed in the transaction that records its fact — `run_event`
  *    `sleep-elapsed-<sleep sequence>` for a sleep, `wait_timeout` for a wait — so a duplicate
  *    alarm finds nothing (and the ledger identities are idempotent anyway). If no execution of
@@ -27,7 +27,7 @@
  *    `durability.resume` check one minute after a call's start or last step does the same (it is
  *    dropped while a sleep or wait is pending, and when the check finds the call running).
  * 7. Progress: every created record is sent to the session's WebSocket subscribers as a
- *    `{ "type": "durability", "record": ... }` frame after commit (`session-object-frames.ts`).
+ *    `{ "type": "durability", "record": ... }` frame after commit (`frames.ts`).
  */
 import type {
   RunDeliveryInput,
@@ -36,18 +36,18 @@ import type {
   StartToolCallInput,
   ToolCallAccepted,
   ToolCallState,
-} from '../src/adapters/durable-object/durability-rpc.js';
-import type { SqlDurableEventStore } from '../src/adapters/sql/sql-store.js';
-import { deliverDurably } from '../src/core/durability/deliver.js';
-import type { DurabilityRecord } from '../src/core/durability/ledger-contract.js';
-import { checkDurabilityKey, checkDurabilityValue } from '../src/core/durability/ledger-engine.js';
-import { toolCallScope } from '../src/core/durability/scope.js';
-import { createAgentRuntime } from '../src/core/runtime/agent-runtime.js';
-import type { AgentRuntime } from '../src/core/runtime/runtime-types.js';
-import { DurabilityError } from '../src/protocol/errors.js';
-import type { SessionId } from '../src/protocol/ids.js';
-import { canonicalJson, type JsonValue } from '../src/protocol/json.js';
-import { broadcastDurability } from './session-object-frames.js';
+} from '../durability-rpc.js';
+import type { SqlDurableEventStore } from '../../sql/sql-store.js';
+import { deliverDurably } from '../../../core/durability/deliver.js';
+import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
+import { checkDurabilityKey, checkDurabilityValue } from '../../../core/durability/ledger-engine.js';
+import { toolCallScope } from '../../../core/durability/scope.js';
+import { createAgentRuntime } from '../../../core/runtime/agent-runtime.js';
+import type { AgentRuntime } from '../../../core/runtime/runtime-types.js';
+import { DurabilityError } from '../../../protocol/errors.js';
+import type { SessionId } from '../../../protocol/ids.js';
+import { canonicalJson, type JsonValue } from '../../../protocol/json.js';
+import { broadcastDurability } from './frames.js';
 import {
   checkedPolicy,
   describeError,
@@ -57,9 +57,9 @@ import {
   toolCallState,
   type AgentMounts,
   type RunRetryPolicy,
-} from './session-object-outcomes.js';
-import { runInput, ToolRunTable, type ToolRunRow } from './session-object-runs.js';
-import { parseRunTimerPayload, TIMER_KINDS, TimerTable, type TimerRow, type UserTimer } from './session-object-timers.js';
+} from './outcomes.js';
+import { runInput, ToolRunTable, type ToolRunRow } from './runs.js';
+import { parseRunTimerPayload, TIMER_KINDS, TimerTable, type TimerRow, type UserTimer } from './timers.js';
 
 /** How long after a call's last step (or start) the alarm checks that something still runs it. */
 export const RESUME_CHECK_MS = 60_000;
