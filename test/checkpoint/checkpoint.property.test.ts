@@ -93,9 +93,9 @@ describe('checkpoint equivalence', () => {
       }),
       { numRuns: NUM_RUNS },
     );
-    // The property is only meaningful if checkpoints were really used (and the fallback exercised);
-    // invalid logs fail before reporting an outcome, so only part of the runs count here.
+    // The property is only meaningful if checkpoints were really used; invalid logs fail before
+    // reporting an outcome, so only part of the runs count here (the fallback has its own tests).
     expect(used).toBeGreaterThan(NUM_RUNS / 8);
-    expect(rebuilt).toBeGreaterThan(0);
+    expect(rebuilt).toBe(0); // valid logs never need the full fold
   });
 });
