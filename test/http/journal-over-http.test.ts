@@ -29,7 +29,7 @@ import {
   recoveryCommandResponseSchema,
   startToolAttemptResponseSchema,
   turnRecoveryResponseSchema,
-} from '../../worker/schemas-recovery.js';
+} from '../../src/app/schemas-recovery.js';
 import { acceptedState, readAll, rejectionOf, seedSession, unknownToolState } from '../recovery/helpers.js';
 import { operationCases } from '../recovery/operation-cases.js';
 import { api, readProblem } from './http-helpers.js';

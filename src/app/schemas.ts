@@ -8,16 +8,16 @@
  * signs, no leading zeros) and convert to numbers.
  */
 import { z } from 'zod';
-import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../src/core/log-engine.js';
-import { MAX_CURSOR_TEXT_LENGTH } from '../src/protocol/cursor.js';
+import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../core/log-engine.js';
+import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
 import {
   durableEventDraftSchema as protocolDraftSchema,
   durableEventEnvelopeSchema as protocolEnvelopeSchema,
   eventSequenceSchema,
   sessionIdSchema,
-} from '../src/protocol/events.js';
-import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../src/protocol/ids.js';
-import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../src/protocol/limits.js';
+} from '../protocol/events.js';
+import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../protocol/ids.js';
+import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../protocol/limits.js';
 import { MAX_TOKEN_TTL_SECONDS, TOKEN_SCOPES } from './auth.js';
 
 /** Longest long-poll a read may ask for (`waitMs`). */

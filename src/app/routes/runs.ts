@@ -18,12 +18,12 @@ import type {
   RunState,
   SessionObjectDurabilityRpc,
   ToolCallAccepted,
-} from '../../src/adapters/durable-object/durability-rpc.js';
-import { MAX_DURABILITY_READ_LIMIT } from '../../src/core/durability/ledger-contract.js';
-import { checkDurabilityKey } from '../../src/core/durability/ledger-engine.js';
-import type { DurabilityReadResult } from '../../src/core/durability/ledger-contract.js';
-import { DurableEventStoreError } from '../../src/protocol/errors.js';
-import { MAX_ID_LENGTH, isValidId } from '../../src/protocol/ids.js';
+} from '../../adapters/durable-object/durability-rpc.js';
+import { MAX_DURABILITY_READ_LIMIT } from '../../core/durability/ledger-contract.js';
+import { checkDurabilityKey } from '../../core/durability/ledger-engine.js';
+import type { DurabilityReadResult } from '../../core/durability/ledger-contract.js';
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition, type SessionRouteInput } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';

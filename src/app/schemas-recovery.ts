@@ -11,8 +11,8 @@
  * input, never inside it.
  */
 import { z } from 'zod';
-import { DURABLE_RECOVERY_ACTIONS } from '../src/core/projector/projection-types.js';
-import type { DurableJournalCommand } from '../src/core/journal/journal-options.js';
+import { DURABLE_RECOVERY_ACTIONS } from '../core/projector/projection-types.js';
+import type { DurableJournalCommand } from '../core/journal/journal-options.js';
 import {
   DURABLE_EVENT_TYPES,
   commandIdSchema,
@@ -32,9 +32,9 @@ import {
   sessionIdSchema,
   toolAttemptIdSchema,
   turnIdSchema,
-} from '../src/protocol/events.js';
-import { jsonObjectSchema, jsonValueSchema } from '../src/protocol/json.js';
-import { MAX_BATCH_EVENTS } from '../src/protocol/limits.js';
+} from '../protocol/events.js';
+import { jsonObjectSchema, jsonValueSchema } from '../protocol/json.js';
+import { MAX_BATCH_EVENTS } from '../protocol/limits.js';
 import { durableEventEnvelopeSchema, executionFenceSchema } from './schemas.js';
 
 // ---- shared pieces ----

@@ -9,11 +9,11 @@
  * resubmitting the same command (same `commandId`, same events) settles it without a duplicate.
  * `GET /projection` returns the projection, its recovery plan and the head they were folded to.
  */
-import { sessionJournalRpc } from '../../src/adapters/durable-object/journal-rpc.js';
-import type { RpcJournalCallOptions } from '../../src/adapters/durable-object/journal-rpc.js';
-import { prepareCommand } from '../../src/core/journal/journal-options.js';
-import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecutionLeaseError } from '../../src/protocol/errors.js';
-import type { CommandId } from '../../src/protocol/ids.js';
+import { sessionJournalRpc } from '../../adapters/durable-object/journal-rpc.js';
+import type { RpcJournalCallOptions } from '../../adapters/durable-object/journal-rpc.js';
+import { prepareCommand } from '../../core/journal/journal-options.js';
+import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
+import type { CommandId } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { executionFenceSchema } from '../schemas.js';

@@ -6,8 +6,8 @@
  * `DURABLE_EXECUTION_LEASE_TIMEOUT` (carrying the `leaseId` on acquisition), the code that tells a
  * caller to retry with the same `leaseId` so the store reconciles instead of conflicting.
  */
-import type { DurableExecutionLeaseRecord } from '../../src/core/store.js';
-import { DurableExecutionLeaseTimeoutError, DurableEventStoreError } from '../../src/protocol/errors.js';
+import type { DurableExecutionLeaseRecord } from '../../core/store.js';
+import { DurableExecutionLeaseTimeoutError, DurableEventStoreError } from '../../protocol/errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {
   leaseAcquireRequestSchema,

@@ -7,11 +7,11 @@
  * `waitMs` first asks the object to wait until an event after `after` exists (or the wait ends),
  * then reads the page as usual.
  */
-import { checkExpectedLastSequence, validateDraftBatch } from '../../src/core/log-engine.js';
-import type { RpcAppendOptions, RpcReadOptions } from '../../src/adapters/durable-object/rpc.js';
-import type { DurableAppendResult, DurableReadResult } from '../../src/core/store.js';
-import { DurableEventStoreError, DurableExecutionLeaseError } from '../../src/protocol/errors.js';
-import type { EventSequence } from '../../src/protocol/ids.js';
+import { checkExpectedLastSequence, validateDraftBatch } from '../../core/log-engine.js';
+import type { RpcAppendOptions, RpcReadOptions } from '../../adapters/durable-object/rpc.js';
+import type { DurableAppendResult, DurableReadResult } from '../../core/store.js';
+import { DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
+import type { EventSequence } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {

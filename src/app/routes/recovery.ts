@@ -16,18 +16,18 @@ import {
   sessionJournalRpc,
   type RecoveryInputs,
   type RecoveryMutation,
-} from '../../src/adapters/durable-object/journal-rpc.js';
+} from '../../adapters/durable-object/journal-rpc.js';
 import {
   parseReconcileModelOutcome,
   parseReconcileRequestOutcome,
   parseReconcileToolOutcome,
   parseResolvePermission,
   parseStartToolAttempt,
-} from '../../src/core/recovery/outcomes.js';
-import { parsePrepareRequestRecovery, parsePrepareTurnRecovery } from '../../src/core/recovery/rollover.js';
-import type { DurableExecutionFence } from '../../src/core/store.js';
-import type { DurableErrorCode } from '../../src/protocol/errors.js';
-import type { CommandId } from '../../src/protocol/ids.js';
+} from '../../core/recovery/outcomes.js';
+import { parsePrepareRequestRecovery, parsePrepareTurnRecovery } from '../../core/recovery/rollover.js';
+import type { DurableExecutionFence } from '../../core/store.js';
+import type { DurableErrorCode } from '../../protocol/errors.js';
+import type { CommandId } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {

@@ -9,10 +9,10 @@
  * subprotocol {@link LEDGER_SUBPROTOCOL}, which the client must offer alongside.
  * SSE: `Last-Event-ID` (what EventSource sends on reconnect) takes precedence over `?after=`.
  */
-import { LEDGER_SUBPROTOCOL } from '../../src/adapters/http/websocket-watch.js';
-import { decodeDurableEventCursor, type DurableEventCursor } from '../../src/protocol/cursor.js';
-import { DurableEventSubscriptionError } from '../../src/protocol/errors.js';
-import type { SessionId } from '../../src/protocol/ids.js';
+import { LEDGER_SUBPROTOCOL } from '../../adapters/http/websocket-watch.js';
+import { decodeDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
+import { DurableEventSubscriptionError } from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
 import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { subscribeQuerySchema, subscriptionMessageSchema } from '../schemas.js';
