@@ -119,18 +119,6 @@ export const subscribeQuerySchema = z.strictObject({
     .meta({ description: 'Bearer token for clients that cannot set headers (EventSource, browser WebSocket).' }),
 });
 
-export const subscriptionMessageSchema = z
-  .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('event'), event: durableEventEnvelopeSchema, cursor: z.string() }),
-    z.strictObject({ type: z.literal('caught_up'), headSequence: eventSequenceSchema.nullable() }),
-    z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
-  ])
-  .meta({
-    id: 'SubscriptionMessage',
-    description:
-      'One WebSocket text message. SSE sends the same objects as `data:` with `event: event|caught_up|error` and `id:` set to the cursor.',
-  });
-
 // ---- leases ----
 
 const ttlMsSchema = z.number().int().min(MIN_LEASE_TTL_MS).max(MAX_LEASE_TTL_MS);

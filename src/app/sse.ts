@@ -14,7 +14,7 @@
  * Data lines carry the same JSON objects as the WebSocket frames.
  */
 import type { SessionObjectRpc } from '../adapters/durable-object/rpc.js';
-import type { SubscriberMessage } from '../adapters/durable-object/socket-protocol.js';
+import type { SubscriberMessage } from '../protocol/frames.js';
 import type { DurableReadResult } from '../core/store.js';
 import { durableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
 import {

@@ -15,7 +15,8 @@ import { DurableEventSubscriptionError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { subscribeQuerySchema, subscriptionMessageSchema } from '../schemas.js';
+import { subscriptionFrameSchema } from '../../protocol/frames.js';
+import { subscribeQuerySchema } from '../schemas.js';
 import { sseResponse, verifyCursor } from '../sse.js';
 
 
@@ -55,7 +56,7 @@ export function subscribeRoutes(): RouteDefinition[] {
           status: HttpStatus.OK,
           description: 'Server-Sent Events; each `data:` line is a SubscriptionMessage.',
           contentType: 'text/event-stream',
-          schema: subscriptionMessageSchema,
+          schema: subscriptionFrameSchema,
         },
       ],
       errors: [
