@@ -23,6 +23,7 @@ import {
   readResponseSchema,
 } from '../schemas.js';
 import { callObject } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 const APPEND_KEYS = new Set(['events', 'expectedLastSequence', 'executionFence']);
 
@@ -61,7 +62,7 @@ export function eventRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/events',
+      path: HTTP_PATHS.events,
       operationId: 'appendEvents',
       summary: 'Append one atomic batch of events',
       description:
@@ -91,7 +92,7 @@ export function eventRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/events',
+      path: HTTP_PATHS.events,
       operationId: 'readEvents',
       summary: 'Read one page of events after a cursor',
       description:
@@ -116,7 +117,7 @@ export function eventRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/head',
+      path: HTTP_PATHS.head,
       operationId: 'getHeadSequence',
       summary: 'The head sequence (null for an empty session)',
       tags: ['events'],

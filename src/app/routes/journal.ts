@@ -19,6 +19,7 @@ import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { executionFenceSchema } from '../schemas.js';
 import { commandOf, commandRequestSchema, commandResponseSchema, projectionResponseSchema } from '../schemas-recovery.js';
 import { callObject } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 /** Builds the error of a command or recovery call whose RPC failed in transit (outcome unknown). */
 export function commandOutcomeUnknown(commandId: CommandId): (cause: unknown) => DurableCommandOutcomeUnknownError {
@@ -57,7 +58,7 @@ export function journalRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/commands',
+      path: HTTP_PATHS.commands,
       operationId: 'commitCommand',
       summary: 'Commit one journal command (idempotent by commandId)',
       description:
@@ -99,7 +100,7 @@ export function journalRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/projection',
+      path: HTTP_PATHS.projection,
       operationId: 'getProjection',
       summary: 'The session projection and its recovery plan',
       description:

@@ -18,6 +18,7 @@ import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { subscriptionFrameSchema } from '../../protocol/frames.js';
 import { subscribeQuerySchema } from '../schemas.js';
 import { sseResponse, verifyCursor } from '../sse.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 
 function decodeForSession(text: string | undefined, sessionId: SessionId): DurableEventCursor | undefined {
@@ -39,7 +40,7 @@ export function subscribeRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/subscribe',
+      path: HTTP_PATHS.subscribe,
       operationId: 'subscribe',
       summary: 'Subscribe: replay from a cursor, one caught_up, then live events',
       description:
