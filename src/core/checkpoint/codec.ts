@@ -112,7 +112,7 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
   if (8 + headerLength > bytes.length - 8) return 'corrupt: header length';
   let header: Header;
   try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(8, 8 + headerLength))) as Header;
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes.subarray(8, 8 + headerLength))) as Header;
   } catch {
     return 'corrupt: header is not JSON';
   }
