@@ -232,6 +232,10 @@ export class JournalLog {
     this.index.observe(events);
     const last = events[events.length - 1];
     if (last === undefined) return;
+    this.#head = last.sequence;
+    this.#lastEventId = last.eventId;
+    // The running digest only feeds checkpoints: a journal that never writes one skips it.
+    if (!this.#writesCheckpoints) return;
     let digest = this.#digest;
     let text = '';
     for (const event of events) {
@@ -242,9 +246,7 @@ export class JournalLog {
     this.#digest = digest;
     this.#anchor = hashString(text);
     this.#sinceEvents += events.length;
-    this.#head = last.sequence;
-    this.#lastEventId = last.eventId;
-    if (this.#writesCheckpoints && checkpointDue(this.checkpoints, last.sequence, this.#sinceEvents, this.#sinceBytes)) {
+    if (checkpointDue(this.checkpoints, last.sequence, this.#sinceEvents, this.#sinceBytes)) {
       void this.checkpoint(false);
     }
   }
