@@ -175,7 +175,9 @@ export class JournalLog {
     } catch (error) {
       if (!isCheckpointInconclusive(error)) throw error;
       await this.rebuild(signal, error.message);
+      return;
     }
+    this.maybeCheckpoint();
   }
 
   async #refreshOnce(signal: AbortSignal | undefined): Promise<void> {
@@ -246,9 +248,16 @@ export class JournalLog {
     this.#digest = digest;
     this.#anchor = hashString(text);
     this.#sinceEvents += events.length;
-    if (checkpointDue(this.checkpoints, last.sequence, this.#sinceEvents, this.#sinceBytes)) {
-      void this.checkpoint(false);
-    }
+  }
+
+  /**
+   * Queues a checkpoint write when the policy says one is due. Called once per refresh and once
+   * per accepted append, not per page: a long catch-up writes one checkpoint at its end.
+   */
+  maybeCheckpoint(): void {
+    const head = this.#head;
+    if (head === null || !this.#writesCheckpoints) return;
+    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes)) void this.checkpoint(false);
   }
 
   /**
