@@ -25,6 +25,7 @@ import { packageEntries, type PackageEntry } from '../../scripts/package-entries
 import { checkPackedTarball } from '../../scripts/check-package.js';
 import { installConsumer, offlineEnv, packPackage, ROOT, run, runOk, type PackedPackage } from './harness.js';
 import { readmeSnippets } from './readme-snippets.js';
+import { startLocalWorker } from '../http/local-worker.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'package', 'fixtures');
 const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-'));
@@ -187,6 +188,27 @@ catch (error) { results[${JSON.stringify(entry.specifier)}] = { code: error.code
         timeoutMs: 60_000,
       });
       for (const expected of snippet.expectOutput) expect(output, snippet.name).toContain(expected);
+    }
+  }, 180_000);
+});
+
+describe('the README client snippet', () => {
+  it('runs with plain node against a locally started Worker (the repository app)', async () => {
+    const snippets = readmeSnippets().filter((snippet) => snippet.runner === 'client');
+    expect(snippets.length).toBeGreaterThan(0);
+    await typeCheck('node.nodenext');
+    const worker = await startLocalWorker();
+    try {
+      for (const snippet of snippets) {
+        const output = await runOk(process.execPath, [path.join(app, 'out', 'snippets', `${snippet.name}.js`)], {
+          cwd: app,
+          env: offlineEnv({ AGENT_LEDGER_URL: worker.url.origin, AGENT_LEDGER_TOKEN: worker.adminToken }),
+          timeoutMs: 60_000,
+        });
+        for (const expected of snippet.expectOutput) expect(output, snippet.name).toContain(expected);
+      }
+    } finally {
+      await worker.stop();
     }
   }, 180_000);
 });
