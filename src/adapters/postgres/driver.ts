@@ -8,10 +8,11 @@
  * 1. {@link runQuery} races the query against the caller's signal; on abort it rejects with the
  *    signal's reason at once and sends the server a protocol-level cancel request (the same one
  *    `psql` sends on Ctrl-C, which poolers such as PgBouncer forward), so the statement stops on
- *    the server too. The connection goes back to the pool only once the query has settled.
+ *    the server too. Such a connection is then discarded, never returned to the pool.
  * 2. {@link isConnectionLoss} tells a lost connection (its outcome unknown) from a refusal by
  *    the server (nothing committed).
  */
+import net from 'node:net';
 import type * as PgTypes from 'pg';
 import { abortReason, throwIfAborted } from '../../core/abort.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
@@ -81,30 +82,27 @@ export function isRetryableRollback(error: unknown): boolean {
   return state === '40001' || state === '40P01';
 }
 
-/** Sends a cancel request for whatever `client` is running; failures are ignored (the statement then just finishes). */
-export function cancelActiveQuery(pg: PgModule, config: PgClientConfig, client: PgPoolClient): void {
-  // SAFETY: `activeQuery` and `Client#cancel(client, query)` are pg's (untyped) cancel API:
-  // a fresh connection sends the CancelRequest message carrying the target's process ID and key.
-  const target = client as unknown as { activeQuery?: unknown; processID?: unknown };
-  if (target.activeQuery === undefined || target.activeQuery === null) return;
-  try {
-    const canceller = new pg.Client(config) as unknown as {
-      cancel(client: unknown, query: unknown): void;
-      on(event: string, listener: (...args: unknown[]) => void): void;
-      connection?: { on(event: string, listener: (...args: unknown[]) => void): void };
-    };
-    canceller.on('error', () => {});
-    canceller.connection?.on('error', () => {});
-    canceller.cancel(client, target.activeQuery);
-  } catch {
-    // Best effort: statement_timeout still bounds the statement.
-  }
-}
-
-/** Everything {@link runQuery} needs to cancel a statement. */
-export interface CancelContext {
-  pg: PgModule;
-  config: PgClientConfig;
+/**
+ * Sends PostgreSQL's CancelRequest for `client`'s backend on a fresh TCP connection (what `psql`
+ * sends on Ctrl-C; PgBouncer forwards it to the right server connection). Best effort: failures
+ * are ignored, and `statement_timeout` still bounds the statement. The caller then discards the
+ * connection instead of returning it to the pool, so a late cancel can never hit a later query.
+ */
+export function cancelActiveQuery(client: PgPoolClient): void {
+  // SAFETY: `processID`, `secretKey`, `host` and `port` are public fields of a connected pg Client
+  // (only `processID` is in @types/pg); absent values make the cancel a no-op.
+  const target = client as unknown as { processID?: unknown; secretKey?: unknown; host?: unknown; port?: unknown };
+  const { processID, secretKey, host, port } = target;
+  if (typeof processID !== 'number' || typeof secretKey !== 'number' || typeof port !== 'number' || typeof host !== 'string') return;
+  const message = Buffer.alloc(16);
+  message.writeInt32BE(16, 0);
+  message.writeInt32BE(80877102, 4);
+  message.writeInt32BE(processID, 8);
+  message.writeInt32BE(secretKey, 12);
+  const socket = host.startsWith('/') ? net.connect(`${host}/.s.PGSQL.${port}`) : net.connect(port, host);
+  socket.on('error', () => socket.destroy());
+  socket.setTimeout(10_000, () => socket.destroy());
+  socket.on('connect', () => socket.end(message));
 }
 
 /**
@@ -114,21 +112,22 @@ export interface CancelContext {
  */
 export function runQuery<R extends PgTypes.QueryResultRow>(
   client: PgPoolClient,
-  cancel: CancelContext,
   text: string,
   values: unknown[],
   signal: AbortSignal | undefined,
-): { result: Promise<PgTypes.QueryResult<R>>; settled: Promise<void> } {
+): { result: Promise<PgTypes.QueryResult<R>>; settled: Promise<void>; aborted: () => boolean } {
   throwIfAborted(signal);
   const query = client.query<R>({ text, values });
   const settled = query.then(
     () => undefined,
     () => undefined,
   );
-  if (signal === undefined) return { result: query, settled };
+  let aborted = false;
+  if (signal === undefined) return { result: query, settled, aborted: () => aborted };
   const result = new Promise<PgTypes.QueryResult<R>>((resolve, reject) => {
     const onAbort = (): void => {
-      cancelActiveQuery(cancel.pg, cancel.config, client);
+      aborted = true;
+      cancelActiveQuery(client);
       reject(abortReason(signal));
     };
     signal.addEventListener('abort', onAbort, { once: true });
@@ -143,5 +142,5 @@ export function runQuery<R extends PgTypes.QueryResultRow>(
       },
     );
   });
-  return { result, settled };
+  return { result, settled, aborted: () => aborted };
 }

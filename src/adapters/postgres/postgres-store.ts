@@ -83,7 +83,6 @@ import {
   loadPg,
   runQuery,
   sqlState,
-  type CancelContext,
   type PgClientConfig,
   type PgModule,
   type PgPool,
@@ -100,6 +99,9 @@ import {
 } from './schema.js';
 import { postgresStatements, type PostgresStatements } from './statements.js';
 import { WatchHub, noticePayload, type NoticeKind, type WatchMode } from './watch-hub.js';
+
+/** Pooled connections that already carry the store's no-op 'error' listener. */
+const guarded = new WeakSet<object>();
 
 /** Conditional writes tried before a write takes the session's row lock first. */
 export const MAX_OPTIMISTIC_ATTEMPTS = 4;
@@ -268,7 +270,6 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
   readonly schema: string;
   readonly #pool: PgPool;
   readonly #ownsPool: boolean;
-  readonly #cancel: CancelContext;
   readonly #sql: PostgresStatements;
   readonly #channel: string;
   readonly #clock: () => number;
@@ -287,7 +288,6 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     const quoted = checkSchemaName(this.schema);
     this.#pool = pool;
     this.#ownsPool = ownsPool;
-    this.#cancel = { pg, config };
     this.#sql = postgresStatements(quoted);
     this.#channel = this.schema;
     this.#clock = options.clock ?? Date.now;
@@ -447,7 +447,14 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
   async #connect(): Promise<PgPoolClient> {
     if (this.#closed) throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the store is closed');
     try {
-      return await this.#pool.connect();
+      const client = await this.#pool.connect();
+      // A checked-out connection that breaks emits 'error' (the pool only listens while it is
+      // idle); the failing query reports it, so the event itself must not crash the process.
+      if (!guarded.has(client)) {
+        guarded.add(client);
+        client.on('error', () => undefined);
+      }
+      return client;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `cannot connect to PostgreSQL: ${message}`, { cause: error });
@@ -468,7 +475,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     const client = await this.#connect();
     let run: ReturnType<typeof runQuery<R & Record<string, unknown>>>;
     try {
-      run = runQuery<R & Record<string, unknown>>(client, this.#cancel, text, values, signal);
+      run = runQuery<R & Record<string, unknown>>(client, text, values, signal);
     } catch (error) {
       client.release();
       throw error;
@@ -479,7 +486,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     });
     void run.settled.then(() => {
       // Give the catch above a chance to run first, then hand the connection back.
-      queueMicrotask(() => client.release(broken));
+      queueMicrotask(() => client.release(broken || run.aborted()));
     });
     const result = await run.result;
     return { rows: result.rows, rowCount: result.rowCount ?? 0 };
