@@ -332,6 +332,9 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);
     const poolSize = checkMs('poolSize', options.poolSize, 10, 1, 1000);
     const statementTimeoutMs = checkMs('statementTimeoutMs', options.statementTimeoutMs, DEFAULT_POSTGRES_STATEMENT_TIMEOUT_MS, 0, 86_400_000);
+    // Checked here, before a pool exists that a throwing constructor would leak.
+    checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000);
+    checkMs('notifyProbeTimeoutMs', options.notifyProbeTimeoutMs, DEFAULT_POSTGRES_NOTIFY_PROBE_TIMEOUT_MS, 1, 300_000);
     const pg = await loadPg();
     let pool: PgPool;
     let config: PgClientConfig;
