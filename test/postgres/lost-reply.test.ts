@@ -52,7 +52,8 @@ beforeAll(async () => {
   const viaProxy = new URL(url);
   viaProxy.hostname = '127.0.0.1';
   viaProxy.port = String(proxyPort);
-  store = await PostgresDurableEventStore.open({ connectionString: viaProxy.toString(), schema, poolSize: 2, notify: false });
+  // Unprepared statements: the mode for transaction-mode poolers without prepared-statement support.
+  store = await PostgresDurableEventStore.open({ connectionString: viaProxy.toString(), schema, poolSize: 2, notify: false, preparedStatements: false });
 });
 afterAll(async () => {
   await store?.close();

@@ -121,7 +121,7 @@ describe('PostgreSQL watch', () => {
     const schema = schemaFor('notify');
     const writer = await open(schema);
     const reader = await open(schema, { pollIntervalMs: 300_000 });
-    const sessionId = SessionId('notified');
+    const sessionId = SessionId("notified 'quoted' \\ back");
     const heard: DurableAppendNotice[] = [];
     const stop = reader.watch(sessionId, (notice) => heard.push(notice));
     await eventually(() => reader.watchMode === 'notify', 'notify mode');

@@ -9,6 +9,8 @@
  *    signal's reason at once and sends the server a protocol-level cancel request (the same one
  *    `psql` sends on Ctrl-C, which poolers such as PgBouncer forward), so the statement stops on
  *    the server too. Such a connection is then discarded, never returned to the pool.
+ *    With a `name`, the statement is prepared once per connection and reused (no parse or plan
+ *    per call); `pg` keeps the names per connection.
  * 2. {@link isConnectionLoss} tells a lost connection (its outcome unknown) from a refusal by
  *    the server (nothing committed).
  */
@@ -115,9 +117,10 @@ export function runQuery<R extends PgTypes.QueryResultRow>(
   text: string,
   values: unknown[],
   signal: AbortSignal | undefined,
+  name?: string,
 ): { result: Promise<PgTypes.QueryResult<R>>; settled: Promise<void>; aborted: () => boolean } {
   throwIfAborted(signal);
-  const query = client.query<R>({ text, values });
+  const query = client.query<R>(name === undefined ? { text, values } : { name, text, values });
   const settled = query.then(
     () => undefined,
     () => undefined,

@@ -97,7 +97,7 @@ import {
   migrationLockKey,
   migrationStatements,
 } from './schema.js';
-import { postgresStatements, type PostgresStatements } from './statements.js';
+import { notifyStatement, postgresStatements, type PostgresStatements } from './statements.js';
 import { WatchHub, noticePayload, type NoticeKind, type WatchMode } from './watch-hub.js';
 
 /** Pooled connections that already carry the store's no-op 'error' listener. */
@@ -138,6 +138,12 @@ export interface PostgresDurableEventStoreOptions {
   notifyProbeTimeoutMs?: number;
   /** Send NOTIFY after each write (default true). With false, other processes' watchers rely on polling. */
   notify?: boolean;
+  /**
+   * Prepare the store's statements once per connection (named prepared statements; default
+   * true). Set false behind a transaction-mode pooler that cannot carry them (PgBouncer before
+   * 1.21, or without `max_prepared_statements`): every statement is then parsed on each call.
+   */
+  preparedStatements?: boolean;
   /** Clock in epoch milliseconds for `recordedAt` and lease expiry (default `Date.now`). */
   clock?: () => number;
   /** Test-only fault injection. */
@@ -276,6 +282,9 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
   readonly #hooks: StoreTestHooks;
   readonly #notify: boolean;
   readonly #states = new Map<string, SessionState>();
+  readonly #prepare: boolean;
+  /** Prepared-statement names by statement text (a handful: the statements are fixed per schema). */
+  readonly #names = new Map<string, string>();
   /** Per-session chains, so one store's writes to a session do not race each other. */
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #watchers = { e: new Map<string, Set<DurableAppendListener>>(), d: new Map<string, Set<DurabilityListener>>() };
@@ -293,6 +302,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     this.#clock = options.clock ?? Date.now;
     this.#hooks = options.testHooks ?? {};
     this.#notify = options.notify ?? true;
+    this.#prepare = options.preparedStatements ?? true;
     const listenConfig: PgClientConfig =
       options.listenConnectionString === undefined ? config : { connectionString: options.listenConnectionString };
     this.#hub = new WatchHub(
@@ -302,7 +312,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
           return new Map(rows.map((row) => [row.session_id, { e: Number(row.head), d: Number(row.ledger_head) }]));
         },
         sendProbe: async (payload) => {
-          await this.#query(this.#sql.notify, [this.#channel, [payload]]);
+          await this.#query(notifyStatement(this.#channel, [payload]), []);
         },
         deliver: (kind, sessionId, lastSequence) => this.#deliver(kind, sessionId, lastSequence),
         watched: (kind) => [...this.#watchers[kind].keys()],
@@ -478,7 +488,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     const client = await this.#connect();
     let run: ReturnType<typeof runQuery<R & Record<string, unknown>>>;
     try {
-      run = runQuery<R & Record<string, unknown>>(client, text, values, signal);
+      run = runQuery<R & Record<string, unknown>>(client, text, values, signal, this.#statementName(text, values));
     } catch (error) {
       client.release();
       throw error;
@@ -517,6 +527,17 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     } finally {
       client.release(broken);
     }
+  }
+
+  /** The prepared-statement name of `text` (the store's own parameterized statements only), or none. */
+  #statementName(text: string, values: unknown[]): string | undefined {
+    if (!this.#prepare || values.length === 0) return undefined;
+    let name = this.#names.get(text);
+    if (name === undefined) {
+      name = `agent_ledger_${this.#names.size}_${this.schema}`.slice(0, 63);
+      this.#names.set(text, name);
+    }
+    return name;
   }
 
   /** Chains `work` after this store's previous write to the same session. */
@@ -846,7 +867,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
         this.#pendingNotices = [];
         if (this.#closed) return;
         // A lost notice only delays watchers that poll or reconnect; never fail the write for it.
-        this.#query(this.#sql.notify, [this.#channel, payloads]).catch(() => undefined);
+        this.#query(notifyStatement(this.#channel, payloads), []).catch(() => undefined);
       });
     }
   }

@@ -96,10 +96,24 @@ export function postgresStatements(schema: string) {
     readGlobal:
       `SELECT position::text AS position, session_id, sequence::text AS sequence, body::text AS body FROM ${events} ` +
       `WHERE position > $1::bigint AND tx_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY position LIMIT $2::int`,
-    /** $1 channel, $2 payloads: sent after commit, without waiting for its own WAL flush. */
-    notify: `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p) FROM unnest($2::text[]) AS p`,
   };
 }
 
 /** The statements of one schema. */
 export type PostgresStatements = ReturnType<typeof postgresStatements>;
+
+/** Quotes `text` as an SQL string literal (the way `pg`'s `escapeLiteral` does). */
+export function quoteLiteral(text: string): string {
+  const quoted = `'${text.replaceAll("'", "''").replaceAll('\\', '\\\\')}'`;
+  return text.includes('\\') ? ` E${quoted}` : quoted;
+}
+
+/**
+ * One simple-protocol query that sends every payload on `channel` (quoted identifier text). A
+ * plain `NOTIFY` statement needs no parameters, parse or plan, and a transaction that only
+ * notifies writes no commit record to flush: measured, it is heard in about a third of the time
+ * of `SELECT pg_notify($1, $2)`.
+ */
+export function notifyStatement(channel: string, payloads: readonly string[]): string {
+  return payloads.map((payload) => `NOTIFY "${channel}", ${quoteLiteral(payload)}`).join('; ');
+}
