@@ -42,10 +42,15 @@ export function loadPg(): Promise<PgModule> {
     },
     (error: unknown) => {
       loading = undefined;
+      const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+      const missing = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND';
+      const reason = error instanceof Error ? error.message : String(error);
       throw new DurableEventStoreError(
         'DURABLE_EVENT_UNAVAILABLE',
-        "agent-ledger/postgres needs the 'pg' package (an optional peer dependency): run `npm install pg`",
-        { cause: error },
+        missing
+          ? "agent-ledger/postgres needs the 'pg' package (an optional peer dependency), which is not installed: run `npm install pg`"
+          : `agent-ledger/postgres could not load the 'pg' package: ${reason}`,
+        { cause: error, details: { package: 'pg' } },
       );
     },
   );
