@@ -20,7 +20,9 @@ import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';
 import { LineFile, type LineOwner } from './line-file.js';
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// `ignoreBOM: true` keeps a leading U+FEFF in the text, so JSON.parse refuses it here exactly as the page
+// read (plain `toString('utf8')`) does: a line is judged one way on the append and the read path.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A batch being appended: its first and last sequence and the bytes of its line (with `\n`). */
 export interface BatchSpan {
