@@ -52,18 +52,10 @@ export {
   type RpcWaitResult,
   type SessionObjectRpc,
 } from './adapters/durable-object/rpc.js';
-export * from './adapters/durable-object/socket-protocol.js';
 export {
-  PLAN_RESUME_OPERATION,
-  RECOVERY_MUTATIONS,
-  RECOVERY_OPERATIONS,
-  isRecoveryMutation,
-  isRecoveryOperation,
   sessionJournalRpc,
   type PlanResumeResult,
   type RecoveryInputs,
-  type RecoveryMutation,
-  type RecoveryOperation,
   type RecoveryResults,
   type RpcJournalCallOptions,
   type SessionJournalNamespaceLike,

@@ -6,8 +6,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { durableEventCursor } from '../../src/protocol/cursor.js';
-import { sessionObject } from '../../worker/session-rpc.js';
-import { sseResponse } from '../../worker/sse.js';
+import { sessionObject } from '../../src/app/session-rpc.js';
+import { sseResponse } from '../../src/app/sse.js';
 import { freshSessionId, markers } from './session-object-helpers.js';
 
 async function readAll(response: Response): Promise<string> {

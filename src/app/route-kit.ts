@@ -1,7 +1,7 @@
 /**
  * Route definitions: one declaration drives routing, validation, auth and the OpenAPI document.
  *
- * A route group (`worker/routes/*.ts`) declares each route with {@link defineRoute} or
+ * A route group (`src/app/routes/*.ts`) declares each route with {@link defineRoute} or
  * {@link defineSessionRoute}: method, OpenAPI-style path, access rule, zod schemas and a handler.
  * The declaration's `run` does, in order:
  * 1. authentication (401) — the token comes from the header, or also from `?access_token=` / a
@@ -16,8 +16,8 @@
  */
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { durableErrorFromJson, isDurableError, type DurableErrorCode } from '../src/protocol/errors.js';
-import { describeInvalidId, type SessionId } from '../src/protocol/ids.js';
+import { durableErrorFromJson, isDurableError, type DurableErrorCode } from '../protocol/errors.js';
+import { describeInvalidId, type SessionId } from '../protocol/ids.js';
 import { authenticate, authorize, extractBearerToken, type AccessRule, type Principal, type TokenScope } from './auth.js';
 import { MAX_CONTROL_BODY_BYTES, readJsonBody } from './body.js';
 import type { Env } from './env.js';

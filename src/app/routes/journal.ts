@@ -9,16 +9,17 @@
  * resubmitting the same command (same `commandId`, same events) settles it without a duplicate.
  * `GET /projection` returns the projection, its recovery plan and the head they were folded to.
  */
-import { sessionJournalRpc } from '../../src/adapters/durable-object/journal-rpc.js';
-import type { RpcJournalCallOptions } from '../../src/adapters/durable-object/journal-rpc.js';
-import { prepareCommand } from '../../src/core/journal/journal-options.js';
-import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecutionLeaseError } from '../../src/protocol/errors.js';
-import type { CommandId } from '../../src/protocol/ids.js';
+import { sessionJournalRpc } from '../../adapters/durable-object/journal-rpc.js';
+import type { RpcJournalCallOptions } from '../../adapters/durable-object/journal-rpc.js';
+import { prepareCommand } from '../../core/journal/journal-options.js';
+import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
+import type { CommandId } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { executionFenceSchema } from '../schemas.js';
 import { commandOf, commandRequestSchema, commandResponseSchema, projectionResponseSchema } from '../schemas-recovery.js';
 import { callObject } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 /** Builds the error of a command or recovery call whose RPC failed in transit (outcome unknown). */
 export function commandOutcomeUnknown(commandId: CommandId): (cause: unknown) => DurableCommandOutcomeUnknownError {
@@ -57,7 +58,7 @@ export function journalRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/commands',
+      path: HTTP_PATHS.commands,
       operationId: 'commitCommand',
       summary: 'Commit one journal command (idempotent by commandId)',
       description:
@@ -99,7 +100,7 @@ export function journalRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/projection',
+      path: HTTP_PATHS.projection,
       operationId: 'getProjection',
       summary: 'The session projection and its recovery plan',
       description:

@@ -9,14 +9,16 @@
  * subprotocol {@link LEDGER_SUBPROTOCOL}, which the client must offer alongside.
  * SSE: `Last-Event-ID` (what EventSource sends on reconnect) takes precedence over `?after=`.
  */
-import { LEDGER_SUBPROTOCOL } from '../../src/adapters/http/websocket-watch.js';
-import { decodeDurableEventCursor, type DurableEventCursor } from '../../src/protocol/cursor.js';
-import { DurableEventSubscriptionError } from '../../src/protocol/errors.js';
-import type { SessionId } from '../../src/protocol/ids.js';
+import { LEDGER_SUBPROTOCOL } from '../../adapters/http/websocket-watch.js';
+import { decodeDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
+import { DurableEventSubscriptionError } from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
 import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { subscribeQuerySchema, subscriptionMessageSchema } from '../schemas.js';
+import { subscriptionFrameSchema } from '../../protocol/frames.js';
+import { subscribeQuerySchema } from '../schemas.js';
 import { sseResponse, verifyCursor } from '../sse.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 
 function decodeForSession(text: string | undefined, sessionId: SessionId): DurableEventCursor | undefined {
@@ -38,7 +40,7 @@ export function subscribeRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/subscribe',
+      path: HTTP_PATHS.subscribe,
       operationId: 'subscribe',
       summary: 'Subscribe: replay from a cursor, one caught_up, then live events',
       description:
@@ -55,7 +57,7 @@ export function subscribeRoutes(): RouteDefinition[] {
           status: HttpStatus.OK,
           description: 'Server-Sent Events; each `data:` line is a SubscriptionMessage.',
           contentType: 'text/event-stream',
-          schema: subscriptionMessageSchema,
+          schema: subscriptionFrameSchema,
         },
       ],
       errors: [

@@ -9,9 +9,9 @@
  *    reset, overload, network) becomes the domain error the caller chose for an uncertain outcome
  *    (for an append that is `DURABLE_EVENT_WRITE_FAILED`: it may or may not have committed).
  */
-import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from '../src/adapters/durable-object/rpc.js';
-import type { DurableError } from '../src/protocol/errors.js';
-import type { SessionId } from '../src/protocol/ids.js';
+import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from '../adapters/durable-object/rpc.js';
+import type { DurableError } from '../protocol/errors.js';
+import type { SessionId } from '../protocol/ids.js';
 import type { Env } from './env.js';
 
 /** The session object as the Worker uses it: its RPC methods plus `fetch` (WebSocket upgrades). */

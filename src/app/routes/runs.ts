@@ -18,15 +18,16 @@ import type {
   RunState,
   SessionObjectDurabilityRpc,
   ToolCallAccepted,
-} from '../../src/adapters/durable-object/durability-rpc.js';
-import { MAX_DURABILITY_READ_LIMIT } from '../../src/core/durability/ledger-contract.js';
-import { checkDurabilityKey } from '../../src/core/durability/ledger-engine.js';
-import type { DurabilityReadResult } from '../../src/core/durability/ledger-contract.js';
-import { DurableEventStoreError } from '../../src/protocol/errors.js';
-import { MAX_ID_LENGTH, isValidId } from '../../src/protocol/ids.js';
+} from '../../adapters/durable-object/durability-rpc.js';
+import { MAX_DURABILITY_READ_LIMIT } from '../../core/durability/ledger-contract.js';
+import { checkDurabilityKey } from '../../core/durability/ledger-engine.js';
+import type { DurabilityReadResult } from '../../core/durability/ledger-contract.js';
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition, type SessionRouteInput } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 const idSchema = z.custom<string>((value) => isValidId(value), {
   error: `must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
@@ -138,7 +139,7 @@ export function runRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/runs/{runId}/tool-calls',
+      path: HTTP_PATHS.runToolCalls,
       operationId: 'startToolCall',
       summary: 'Start a durable tool call inside the session object',
       description:
@@ -170,7 +171,7 @@ export function runRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/runs/{runId}/deliveries',
+      path: HTTP_PATHS.runDeliveries,
       operationId: 'deliver',
       summary: 'Deliver to a waitFor(key) of the run',
       description:
@@ -193,7 +194,7 @@ export function runRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/runs/{runId}',
+      path: HTTP_PATHS.run,
       operationId: 'getRun',
       summary: 'The run: its tool calls, their status, results and errors',
       tags: ['runs'],
@@ -207,7 +208,7 @@ export function runRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/durability',
+      path: HTTP_PATHS.durability,
       operationId: 'readDurability',
       summary: 'Read one page of the session durability ledger',
       tags: ['runs'],

@@ -7,11 +7,11 @@
  * `waitMs` first asks the object to wait until an event after `after` exists (or the wait ends),
  * then reads the page as usual.
  */
-import { checkExpectedLastSequence, validateDraftBatch } from '../../src/core/log-engine.js';
-import type { RpcAppendOptions, RpcReadOptions } from '../../src/adapters/durable-object/rpc.js';
-import type { DurableAppendResult, DurableReadResult } from '../../src/core/store.js';
-import { DurableEventStoreError, DurableExecutionLeaseError } from '../../src/protocol/errors.js';
-import type { EventSequence } from '../../src/protocol/ids.js';
+import { checkExpectedLastSequence, validateDraftBatch } from '../../core/log-engine.js';
+import type { RpcAppendOptions, RpcReadOptions } from '../../adapters/durable-object/rpc.js';
+import type { DurableAppendResult, DurableReadResult } from '../../core/store.js';
+import { DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
+import type { EventSequence } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {
@@ -23,6 +23,7 @@ import {
   readResponseSchema,
 } from '../schemas.js';
 import { callObject } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 const APPEND_KEYS = new Set(['events', 'expectedLastSequence', 'executionFence']);
 
@@ -61,7 +62,7 @@ export function eventRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/events',
+      path: HTTP_PATHS.events,
       operationId: 'appendEvents',
       summary: 'Append one atomic batch of events',
       description:
@@ -91,7 +92,7 @@ export function eventRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/events',
+      path: HTTP_PATHS.events,
       operationId: 'readEvents',
       summary: 'Read one page of events after a cursor',
       description:
@@ -116,7 +117,7 @@ export function eventRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/head',
+      path: HTTP_PATHS.head,
       operationId: 'getHeadSequence',
       summary: 'The head sequence (null for an empty session)',
       tags: ['events'],

@@ -8,16 +8,16 @@
  * signs, no leading zeros) and convert to numbers.
  */
 import { z } from 'zod';
-import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../src/core/log-engine.js';
-import { MAX_CURSOR_TEXT_LENGTH } from '../src/protocol/cursor.js';
+import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../core/log-engine.js';
+import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
 import {
   durableEventDraftSchema as protocolDraftSchema,
   durableEventEnvelopeSchema as protocolEnvelopeSchema,
   eventSequenceSchema,
   sessionIdSchema,
-} from '../src/protocol/events.js';
-import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../src/protocol/ids.js';
-import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../src/protocol/limits.js';
+} from '../protocol/events.js';
+import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../protocol/ids.js';
+import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../protocol/limits.js';
 import { MAX_TOKEN_TTL_SECONDS, TOKEN_SCOPES } from './auth.js';
 
 /** Longest long-poll a read may ask for (`waitMs`). */
@@ -118,18 +118,6 @@ export const subscribeQuerySchema = z.strictObject({
     .optional()
     .meta({ description: 'Bearer token for clients that cannot set headers (EventSource, browser WebSocket).' }),
 });
-
-export const subscriptionMessageSchema = z
-  .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('event'), event: durableEventEnvelopeSchema, cursor: z.string() }),
-    z.strictObject({ type: z.literal('caught_up'), headSequence: eventSequenceSchema.nullable() }),
-    z.strictObject({ type: z.literal('error'), code: z.string(), message: z.string() }),
-  ])
-  .meta({
-    id: 'SubscriptionMessage',
-    description:
-      'One WebSocket text message. SSE sends the same objects as `data:` with `event: event|caught_up|error` and `id:` set to the cursor.',
-  });
 
 // ---- leases ----
 

@@ -10,6 +10,7 @@ import { buildOpenApiDocument, type OpenApiDocument } from '../openapi.js';
 import { defineRoute, type RouteDefinition, type RouteSpec } from '../route-kit.js';
 import { healthResponseSchema } from '../schemas.js';
 import { z } from 'zod';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 /** Name reported by the health check; matches `name` in `wrangler.toml`. */
 export const SERVICE_NAME = 'agent-ledger';
@@ -76,7 +77,7 @@ export function metaRoutes(allRoutes: () => readonly RouteSpec[]): RouteDefiniti
   return [
     defineRoute({
       method: 'get',
-      path: '/healthz',
+      path: HTTP_PATHS.health,
       operationId: 'health',
       summary: 'Health check',
       tags: ['meta'],
@@ -89,7 +90,7 @@ export function metaRoutes(allRoutes: () => readonly RouteSpec[]): RouteDefiniti
     }),
     defineRoute({
       method: 'get',
-      path: '/v1/openapi.json',
+      path: HTTP_PATHS.openapi,
       operationId: 'openapi',
       summary: 'This OpenAPI 3.1 document',
       tags: ['meta'],
@@ -102,7 +103,7 @@ export function metaRoutes(allRoutes: () => readonly RouteSpec[]): RouteDefiniti
     }),
     defineRoute({
       method: 'get',
-      path: '/docs',
+      path: HTTP_PATHS.docs,
       operationId: 'docs',
       summary: 'Human-readable list of the routes',
       tags: ['meta'],

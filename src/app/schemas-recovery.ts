@@ -11,43 +11,31 @@
  * input, never inside it.
  */
 import { z } from 'zod';
-import { DURABLE_RECOVERY_ACTIONS } from '../src/core/projector/projection-types.js';
-import type { DurableJournalCommand } from '../src/core/journal/journal-options.js';
+import { DURABLE_RECOVERY_ACTIONS } from '../core/projector/projection-types.js';
+import type { DurableJournalCommand } from '../core/journal/journal-options.js';
 import {
   DURABLE_EVENT_TYPES,
   commandIdSchema,
-  durableErrorInfoSchema,
   durableInputSchema,
   durableReasonSchema,
   eventIdSchema,
   eventSequenceSchema,
   inputIdSchema,
-  modelAttemptIdSchema,
-  modelResponseSchema,
-  permissionDecisionSchema,
-  permissionRequestIdSchema,
   requestIdSchema,
-  requestUsageSchema,
   safeParseDurableEventDraft,
   sessionIdSchema,
-  toolAttemptIdSchema,
   turnIdSchema,
-} from '../src/protocol/events.js';
-import { jsonObjectSchema, jsonValueSchema } from '../src/protocol/json.js';
-import { MAX_BATCH_EVENTS } from '../src/protocol/limits.js';
+} from '../protocol/events.js';
+import { jsonObjectSchema } from '../protocol/json.js';
+import { MAX_BATCH_EVENTS } from '../protocol/limits.js';
+import { RECOVERY_OPERATIONS, recoveryCommandFields, type RecoveryMutation, type RecoveryResponseKind } from '../protocol/recovery-operations.js';
 import { durableEventEnvelopeSchema, executionFenceSchema } from './schemas.js';
 
 // ---- shared pieces ----
 
-const expectedHeadSequenceSchema = eventSequenceSchema.nullable().optional().meta({
-  description:
-    'The head the decision was based on: the command commits only while the log head is exactly this (null: an empty log). Absent: after the current head (the coordinator pins the head it observes).',
-});
-
 /** Fields every mutating body accepts besides its own. */
 const commandFields = {
-  commandId: commandIdSchema,
-  expectedHeadSequence: expectedHeadSequenceSchema,
+  ...recoveryCommandFields,
   executionFence: executionFenceSchema.optional(),
 };
 
@@ -149,96 +137,19 @@ export const projectionResponseSchema = z
 
 // ---- recovery requests ----
 
-const toolOutcomeSchema = z
-  .discriminatedUnion('status', [
-    z.strictObject({ status: z.literal('completed'), result: jsonValueSchema }),
-    z.strictObject({ status: z.literal('failed'), error: durableErrorInfoSchema }),
-    z.strictObject({ status: z.literal('cancelled'), reason: durableReasonSchema.optional() }),
-  ])
-  .meta({ id: 'ToolOutcome', description: 'The outcome established with the external system.' });
-
-const modelOutcomeSchema = z
-  .discriminatedUnion('status', [
-    z.strictObject({ status: z.literal('completed'), response: modelResponseSchema }),
-    z.strictObject({ status: z.literal('failed'), error: durableErrorInfoSchema }),
-    z.strictObject({ status: z.literal('aborted'), reason: durableReasonSchema.optional() }),
-  ])
-  .meta({ id: 'ModelOutcome', description: 'The outcome established from provider or application records.' });
-
-const requestOutcomeSchema = z
-  .discriminatedUnion('status', [
-    z.strictObject({ status: z.literal('completed'), output: jsonValueSchema.optional(), usage: requestUsageSchema.optional() }),
-    z.strictObject({ status: z.literal('failed'), error: durableErrorInfoSchema }),
-    z.strictObject({ status: z.literal('interrupted'), reason: durableReasonSchema }),
-  ])
-  .meta({ id: 'RequestOutcome' });
-
-export const reconcileToolOutcomeRequestSchema = z
-  .strictObject({ ...commandFields, toolAttemptId: toolAttemptIdSchema, outcome: toolOutcomeSchema })
-  .meta({ id: 'ReconcileToolOutcomeRequest' });
-
-export const reconcileModelOutcomeRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    requestId: requestIdSchema,
-    turnId: turnIdSchema,
-    modelAttemptId: modelAttemptIdSchema,
-    outcome: modelOutcomeSchema,
-  })
-  .meta({ id: 'ReconcileModelOutcomeRequest' });
-
-export const resolvePermissionRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    permissionRequestId: permissionRequestIdSchema,
-    decision: permissionDecisionSchema,
-    message: z.string().optional(),
-  })
-  .meta({ id: 'ResolvePermissionRequest' });
-
-export const startToolAttemptRequestSchema = z
-  .strictObject({ ...commandFields, toolAttemptId: toolAttemptIdSchema })
-  .meta({ id: 'StartToolAttemptRequest' });
-
-export const prepareRequestRecoveryRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    requestId: requestIdSchema,
-    inputId: inputIdSchema,
-    sourceLastTurn: z.number().int().min(0),
-    recoveryTurnId: turnIdSchema,
-    recoveryRequestId: requestIdSchema,
-    recoveryInputId: inputIdSchema,
-    preparation: z.strictObject({
-      status: z.literal('reconciled'),
-      appliedInputIds: z.array(inputIdSchema),
-      input: durableInputSchema,
-    }),
-  })
-  .meta({ id: 'PrepareRequestRecoveryRequest' });
-
-export const prepareTurnRecoveryRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    requestId: requestIdSchema,
-    turnId: turnIdSchema,
-    recoveryRequestId: requestIdSchema,
-    recoveryInputId: inputIdSchema,
-  })
-  .meta({ id: 'PrepareTurnRecoveryRequest' });
-
-export const reconcileRequestOutcomeRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    requestId: requestIdSchema,
-    lastTurnEventId: eventIdSchema,
-    outcome: requestOutcomeSchema,
-  })
-  .meta({ id: 'ReconcileRequestOutcomeRequest' });
+/**
+ * The body schema of a recovery mutation: its row's coordinator input (src/protocol/recovery-operations.ts)
+ * plus the optional `executionFence`, named `<Operation>Request` in the OpenAPI components.
+ */
+export function recoveryRequestSchema(operation: RecoveryMutation): z.ZodObject {
+  const input = RECOVERY_OPERATIONS[operation].input;
+  const name = operation.charAt(0).toUpperCase() + operation.slice(1);
+  return input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id: `${name}Request` });
+}
 
 // ---- recovery responses ----
 
-const recoveryCommandFields = {
+const recoveryResultFields = {
   status: z.enum(['committed', 'reconciled']),
   commandId: commandIdSchema,
   events: z.array(durableEventEnvelopeSchema),
@@ -247,14 +158,14 @@ const recoveryCommandFields = {
   recoveryPlan: recoveryPlanSchema,
 };
 
-export const recoveryCommandResponseSchema = z.strictObject(recoveryCommandFields).meta({
+export const recoveryCommandResponseSchema = z.strictObject(recoveryResultFields).meta({
   id: 'RecoveryCommandResponse',
   description: 'committed: appended by this call; reconciled: the identical command was already in the log (nothing appended).',
 });
 
 export const startToolAttemptResponseSchema = z
   .strictObject({
-    ...recoveryCommandFields,
+    ...recoveryResultFields,
     toolAttempt: looseRecord.nullable().meta({
       description: 'The attempt as now projected. Run its `input` only after `committed`; after `reconciled` someone else crossed the execution boundary.',
     }),
@@ -263,7 +174,7 @@ export const startToolAttemptResponseSchema = z
 
 export const turnRecoveryResponseSchema = z
   .strictObject({
-    ...recoveryCommandFields,
+    ...recoveryResultFields,
     continuation: looseRecord.meta({ description: 'The recovery facts the continuation Request carries (format version 1).' }),
   })
   .meta({ id: 'TurnRecoveryResponse' });
@@ -288,3 +199,11 @@ export const planResumeResponseSchema = z
     id: 'PlanResumeResponse',
     description: 'Whether the session can resume without a recovery command, and the head that decision was taken on.',
   });
+
+/** The response schema of each kind of recovery answer. */
+export const RECOVERY_RESPONSE_SCHEMAS: { readonly [K in RecoveryResponseKind]: z.ZodType } = {
+  command: recoveryCommandResponseSchema,
+  startToolAttempt: startToolAttemptResponseSchema,
+  turnRecovery: turnRecoveryResponseSchema,
+  planResume: planResumeResponseSchema,
+};

@@ -1,7 +1,7 @@
 /**
  * The Hono application: every route group mounted, plus the shared fallbacks.
  *
- * 1. {@link ROUTE_GROUPS} lists the route groups, one file each under `worker/routes/`. To add
+ * 1. {@link ROUTE_GROUPS} lists the route groups, one file each under `src/app/routes/`. To add
  *    routes (commands, projection, recovery...), write a group returning `RouteDefinition[]`
  *    (see `route-kit.ts`) and add it here: it is routed, authenticated, validated and documented
  *    in `/v1/openapi.json` with no other change.

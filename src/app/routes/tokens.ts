@@ -8,13 +8,14 @@
 import { DEFAULT_TOKEN_TTL_SECONDS, mintSessionToken } from '../auth.js';
 import { defineRoute, type RouteDefinition } from '../route-kit.js';
 import { tokenRequestSchema, tokenResponseSchema } from '../schemas.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 /** The token routes. */
 export function tokenRoutes(): RouteDefinition[] {
   return [
     defineRoute({
       method: 'post',
-      path: '/v1/tokens',
+      path: HTTP_PATHS.tokens,
       operationId: 'mintToken',
       summary: 'Mint a session-scoped token (admin only)',
       description:

@@ -15,8 +15,8 @@
  */
 import { sign, verify } from 'hono/jwt';
 import { z } from 'zod';
-import { BEARER_SUBPROTOCOL_PREFIX } from '../src/adapters/http/websocket-watch.js';
-import { isValidId, type SessionId } from '../src/protocol/ids.js';
+import { BEARER_SUBPROTOCOL_PREFIX } from '../adapters/http/websocket-watch.js';
+import { isValidId, type SessionId } from '../protocol/ids.js';
 import { HttpProblem } from './http-errors.js';
 
 /** What a session token may allow. */

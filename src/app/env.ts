@@ -5,7 +5,7 @@
  * locally (written by `npm start`) and from `wrangler secret put` in production. Durable Object
  * namespaces are declared in `wrangler.toml` and appear here under the same binding name.
  */
-import type { SessionObject } from '../src/adapters/durable-object/object/session-object.js';
+import type { SessionObject } from '../adapters/durable-object/object/session-object.js';
 
 export interface Env {
   /** Bearer token that grants administrative access. */

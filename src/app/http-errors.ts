@@ -15,12 +15,12 @@ import {
   type DurableErrorCode,
   type DurableErrorDetails,
   type DurableErrorJson,
-} from '../src/protocol/errors.js';
+} from '../protocol/errors.js';
 import {
   PROBLEM_CONTENT_TYPE,
   problemTypeUri,
   type ProblemDocument,
-} from '../src/adapters/http/problem.js';
+} from '../adapters/http/problem.js';
 
 /** Success and protocol statuses the routes use, by name. */
 export const HttpStatus = {

@@ -6,8 +6,8 @@
  * `DURABLE_EXECUTION_LEASE_TIMEOUT` (carrying the `leaseId` on acquisition), the code that tells a
  * caller to retry with the same `leaseId` so the store reconciles instead of conflicting.
  */
-import type { DurableExecutionLeaseRecord } from '../../src/core/store.js';
-import { DurableExecutionLeaseTimeoutError, DurableEventStoreError } from '../../src/protocol/errors.js';
+import type { DurableExecutionLeaseRecord } from '../../core/store.js';
+import { DurableExecutionLeaseTimeoutError, DurableEventStoreError } from '../../protocol/errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {
   leaseAcquireRequestSchema,
@@ -18,6 +18,7 @@ import {
   okResponseSchema,
 } from '../schemas.js';
 import { callObject } from '../session-rpc.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 function leaseOutcomeUnknown(leaseId: string | undefined): (cause: unknown) => DurableExecutionLeaseTimeoutError {
   return (cause) =>
@@ -38,7 +39,7 @@ export function leaseRoutes(): RouteDefinition[] {
   return [
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/lease/acquire',
+      path: HTTP_PATHS.leaseAcquire,
       operationId: 'acquireExecutionLease',
       summary: 'Acquire the execution lease (or reconcile a retried acquisition)',
       description:
@@ -58,7 +59,7 @@ export function leaseRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/lease/renew',
+      path: HTTP_PATHS.leaseRenew,
       operationId: 'renewExecutionLease',
       summary: 'Heartbeat: extend the current lease',
       tags: ['lease'],
@@ -76,7 +77,7 @@ export function leaseRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/lease/release',
+      path: HTTP_PATHS.leaseRelease,
       operationId: 'releaseExecutionLease',
       summary: 'Release the current lease (idempotent for its holder)',
       tags: ['lease'],
@@ -92,7 +93,7 @@ export function leaseRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'post',
-      path: '/v1/sessions/{sessionId}/lease/assert',
+      path: HTTP_PATHS.leaseAssert,
       operationId: 'assertExecutionLease',
       summary: 'Check that a fence names the current active lease',
       tags: ['lease'],
@@ -108,7 +109,7 @@ export function leaseRoutes(): RouteDefinition[] {
     }),
     defineSessionRoute({
       method: 'get',
-      path: '/v1/sessions/{sessionId}/lease',
+      path: HTTP_PATHS.lease,
       operationId: 'inspectExecutionLease',
       summary: 'The persisted lease state and whether appends must be fenced',
       tags: ['lease'],

@@ -14,9 +14,9 @@
  * many HTTP/1.1 clients fail with a connection reset instead of reading the 413 when the server
  * stops reading mid-upload. Past that budget the stream is cancelled.
  */
-import { DurableEventStoreError } from '../src/protocol/errors.js';
-import { JsonCompactor } from '../src/protocol/json-compactor.js';
-import { MAX_BATCH_BYTES } from '../src/protocol/limits.js';
+import { DurableEventStoreError } from '../protocol/errors.js';
+import { JsonCompactor } from '../protocol/json-compactor.js';
+import { MAX_BATCH_BYTES } from '../protocol/limits.js';
 
 /**
  * Largest request body in compact JSON: a full batch plus room for JSON framing and the fence

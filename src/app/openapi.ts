@@ -23,10 +23,10 @@ import {
   timestampSchema,
   toolAttemptIdSchema,
   turnIdSchema,
-} from '../src/protocol/events.js';
-import { MAX_ID_LENGTH } from '../src/protocol/ids.js';
-import { jsonObjectSchema, jsonValueSchema } from '../src/protocol/json.js';
-import { PROBLEM_CONTENT_TYPE } from '../src/adapters/http/problem.js';
+} from '../protocol/events.js';
+import { MAX_ID_LENGTH } from '../protocol/ids.js';
+import { jsonObjectSchema, jsonValueSchema } from '../protocol/json.js';
+import { PROBLEM_CONTENT_TYPE } from '../adapters/http/problem.js';
 import { ACCESS_TOKEN_QUERY } from './auth.js';
 import { HttpStatus, statusOfCode } from './http-errors.js';
 import type { RouteSpec } from './route-kit.js';

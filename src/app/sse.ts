@@ -13,18 +13,18 @@
  *    {@link SSE_MAX_LIFETIME_MS}; EventSource then reconnects and resumes from the last id.
  * Data lines carry the same JSON objects as the WebSocket frames.
  */
-import type { SessionObjectRpc } from '../src/adapters/durable-object/rpc.js';
-import type { SubscriberMessage } from '../src/adapters/durable-object/socket-protocol.js';
-import type { DurableReadResult } from '../src/core/store.js';
-import { durableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../src/protocol/cursor.js';
+import type { SessionObjectRpc } from '../adapters/durable-object/rpc.js';
+import type { SubscriberMessage } from '../protocol/frames.js';
+import type { DurableReadResult } from '../core/store.js';
+import { durableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
 import {
   DurableError,
   DurableEventStoreError,
   DurableEventSubscriptionError,
   isDurableError,
-} from '../src/protocol/errors.js';
-import type { DurableEventEnvelope } from '../src/protocol/events.js';
-import { EventSequence, type SessionId } from '../src/protocol/ids.js';
+} from '../protocol/errors.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import { EventSequence, type SessionId } from '../protocol/ids.js';
 import { callObject } from './session-rpc.js';
 
 /** Longest life of one SSE response; the client reconnects with `Last-Event-ID` after it. */
