@@ -231,8 +231,8 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
       await handle.log.catchUp();
       const head = handle.log.head;
       checkReadCursor(plan.after, head);
-      const events = await handle.log.readPage(plan.after ?? 0, plan.limit);
-      return buildReadPage(events, plan, head);
+      const events = await handle.log.readPage(plan.after ?? 0, plan.limit, plan.maxBytes);
+      return buildReadPage(events, plan, head, 'already-cut');
     });
   }
 
