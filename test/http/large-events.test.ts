@@ -12,7 +12,7 @@ import { HttpDurableEventStore } from '../../src/client.js';
 import { markerDraft, markerLabel } from '../../src/conformance/fixtures.js';
 import { DurableEventSubscription } from '../../src/core/subscription/index.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
-import { EventSequence, SessionId } from '../../src/protocol/ids.js';
+import { type EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { MAX_EVENT_BYTES, MAX_READ_PAGE_BYTES } from '../../src/protocol/limits.js';
 import { api } from './http-helpers.js';
 import { startLocalWorker, type LocalWorker } from './local-worker.js';
