@@ -17,7 +17,13 @@
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
-import { checkExpectedLastSequence, checkSessionId, planRead, validateDraftBatch } from '../../core/log-engine.js';
+import {
+  buildReadPage,
+  checkExpectedLastSequence,
+  checkSessionId,
+  planRead,
+  validateDraftBatch,
+} from '../../core/log-engine.js';
 import type {
   DurableAppendListener,
   DurableAppendOptions,
@@ -195,7 +201,9 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
       throw malformed('read');
     }
     // SAFETY: shape checked above; the Worker sends the object's DurableReadResult unchanged.
-    return result as unknown as DurableReadResult;
+    const page = result as unknown as DurableReadResult;
+    // The Worker cuts pages at MAX_READ_PAGE_BYTES; a smaller budget is applied here.
+    return options.maxBytes === undefined ? page : buildReadPage(page.events, plan, page.headSequence);
   }
 
   async getHeadSequence(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<EventSequence | null> {
