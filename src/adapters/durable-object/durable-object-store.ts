@@ -152,6 +152,7 @@ export class DurableObjectEventStore
     const rpcOptions = {
       ...(options?.after === undefined ? {} : { after: options.after }),
       ...(options?.limit === undefined ? {} : { limit: options.limit }),
+      ...(options?.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
     };
     return this.#call(options?.signal, sessionId, (stub, id) => stub.read(id, rpcOptions));
   }

@@ -204,6 +204,8 @@ export class JournalLog {
         }
         events = events.slice(1);
         anchored = false;
+        // A page cut to its byte budget may hold the anchor alone: read on after it.
+        if (events.length === 0 && page.hasMore) continue;
       }
       if (events.length === 0) {
         if (page.hasMore) throw journalError('the store returned an empty page with hasMore = true');

@@ -295,7 +295,7 @@ export class SessionObject
       if (options !== undefined && (typeof options !== 'object' || options === null)) {
         throw invalidInput('read options must be an object');
       }
-      return this.ledger.read(id, { after: options?.after, limit: options?.limit });
+      return this.ledger.read(id, { after: options?.after, limit: options?.limit, maxBytes: options?.maxBytes });
     });
   }
 

@@ -271,8 +271,8 @@ export class JsonlDurableEventStore
       await handle.log.catchUp();
       const head = handle.log.head;
       checkReadCursor(plan.after, head);
-      const events = await handle.log.readPage(plan.after ?? 0, plan.limit);
-      return buildReadPage(events, plan, head);
+      const events = await handle.log.readPage(plan.after ?? 0, plan.limit, plan.maxBytes);
+      return buildReadPage(events, plan, head, 'already-cut');
     });
   }
 
@@ -374,6 +374,9 @@ export class JsonlDurableEventStore
     decide: (state: LeaseState | null, nowMs: number) => LeaseState,
   ): Promise<DurableExecutionLeaseRecord> {
     return this.#locked(sessionId, signal, true, async (handle, call) => {
+      // The log names its session in every line: a file shared with another session ID (names that
+      // coincide on a case-insensitive filesystem) fails closed here before any lease is written.
+      await handle.log.catchUp();
       const state = handle.lease.read();
       const next = decide(state, this.#clock());
       if (next !== state) {
