@@ -173,6 +173,9 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
+      // The history tap needs every event from the first: a projection checkpoint would skip them
+      // (the journal still writes checkpoints for other openers; see docs/checkpoints.md).
+      checkpoints: { read: false },
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });
