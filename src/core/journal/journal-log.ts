@@ -24,9 +24,9 @@ import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { canonicalEventText, encodeCheckpoint } from '../checkpoint/codec.js';
+import { anchorOf, chainDigest, encodeCheckpoint } from '../checkpoint/codec.js';
 import { isCheckpointStore, type DurableCheckpointStore } from '../checkpoint/contract.js';
-import { feedHash, hashString, INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
+import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
 import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
@@ -44,7 +44,7 @@ export class JournalLog {
   index = new CommandIndex();
   #head: EventSequence | null = null;
   #lastEventId: EventId | null = null;
-  /** Running digest of the canonical events 1..head. */
+  /** Running digest of the identities of events 1..head (`chainDigest`). */
   #digest: RunningHashState = INITIAL_HASH_STATE;
   /** Hash of the canonical event at the head. */
   #anchor = 0;
@@ -241,14 +241,13 @@ export class JournalLog {
     // The running digest only feeds checkpoints: a journal that never writes one skips it.
     if (!this.#writesCheckpoints) return;
     let digest = this.#digest;
-    let text = '';
     for (const event of events) {
-      text = canonicalEventText(event);
-      digest = feedHash(digest, text);
-      this.#sinceBytes += text.length;
+      digest = chainDigest(digest, event);
+      // Envelopes are plain JSON; the native serialiser is the cheap size estimate.
+      this.#sinceBytes += JSON.stringify(event).length;
     }
     this.#digest = digest;
-    this.#anchor = hashString(text);
+    this.#anchor = anchorOf(last);
     this.#sinceEvents += events.length;
   }
 
