@@ -46,8 +46,10 @@ export class JournalLog {
   #lastEventId: EventId | null = null;
   /** Running digest of the identities of events 1..head (`chainDigest`). */
   #digest: RunningHashState = INITIAL_HASH_STATE;
-  /** Hash of the canonical event at the head. */
+  /** Hash of the canonical event at the head, when it came from a checkpoint... */
   #anchor = 0;
+  /** ...or the event at the head itself (hashed only when a checkpoint is captured). */
+  #anchorEvent: DurableEventEnvelope | null = null;
   /** Hashes of the used IDs already drained from the projector's key set. */
   #filter: HashedKeyFilter = HashedKeyFilter.EMPTY;
   /** True while the projector stands on a checkpoint's key filter. */
@@ -103,6 +105,7 @@ export class JournalLog {
     this.#lastEventId = decoded.eventId;
     this.#digest = decoded.digest;
     this.#anchor = decoded.anchor;
+    this.#anchorEvent = null;
     this.#filter = decoded.keys;
     this.#restored = true;
     this.#trackAdds();
@@ -117,6 +120,7 @@ export class JournalLog {
     this.#lastEventId = null;
     this.#digest = INITIAL_HASH_STATE;
     this.#anchor = 0;
+    this.#anchorEvent = null;
     this.#filter = HashedKeyFilter.EMPTY;
     this.#restored = false;
     this.#sinceEvents = 0;
@@ -247,7 +251,7 @@ export class JournalLog {
       this.#sinceBytes += JSON.stringify(event).length;
     }
     this.#digest = digest;
-    this.#anchor = anchorOf(last);
+    this.#anchorEvent = last;
     this.#sinceEvents += events.length;
   }
 
@@ -277,7 +281,7 @@ export class JournalLog {
     const drained = ids.drainAdds();
     const commands = this.index.toCheckpoint(this.checkpoints.keepCommands);
     const digest = this.#digest;
-    const anchor = this.#anchor;
+    const anchor = this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent);
     const generation = this.#generation;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
