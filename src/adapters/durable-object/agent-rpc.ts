@@ -42,8 +42,9 @@ export interface SessionAgentMount {
   streaming?: boolean;
   /**
    * What the object does with a recovery plan after an eviction or crash (default
-   * `SAFE_RECOVERY_POLICY`: resume never-started requests, retry pure/idempotent work, continue a
-   * reconciled turn, present pending permissions again). Whatever it says, a non_idempotent tool
+   * `EDGE_RECOVERY_POLICY`: resume never-started requests, continue an interrupted turn in place —
+   * retrying pure/idempotent tools, asking pending permissions again — and continue a reconciled
+   * turn). Whatever it says, a non_idempotent tool
    * or a model call with an unknown outcome is parked for a decision, never replayed.
    */
   recoveryPolicy?: SessionRecoveryPolicy;

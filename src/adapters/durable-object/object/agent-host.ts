@@ -44,7 +44,13 @@ import type {
 import type { SqlDurableEventStore } from '../../sql/sql-store.js';
 import type { DurableRecoveryPlan } from '../../../core/projector/projection-types.js';
 import { createSession, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../../../session/session.js';
-import type { Session, SessionIdKind, SessionPermissionDecision, SessionPermissionRequest } from '../../../session/types.js';
+import type {
+  Session,
+  SessionIdKind,
+  SessionPermissionDecision,
+  SessionPermissionRequest,
+  SessionRecoveryPolicy,
+} from '../../../session/types.js';
 import {
   DurableCommandConflictError,
   DurableEventStoreError,
@@ -58,6 +64,17 @@ import { isValidId, type SessionId } from '../../../protocol/ids.js';
 import { canonicalJson, type JsonObject } from '../../../protocol/json.js';
 import { AgentLiveStream } from './agent-stream.js';
 import { TIMER_KINDS, type TimerTable } from './timers.js';
+
+/**
+ * The recovery policy of an agent in a session object unless its mount names one: the safe policy,
+ * but an interrupted Turn continues in place — scheduled tools start (asking permission where
+ * needed, so an answer given across an eviction is honoured), pure and idempotent tools that were
+ * cut off run again, a non_idempotent one is never repeated (the plan parks it first).
+ */
+export const EDGE_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.freeze({
+  ...SAFE_RECOVERY_POLICY,
+  resumeTurn: 'in_place',
+});
 
 /** How often the alarm checks on a running agent (an eviction is noticed within this). */
 export const AGENT_WATCH_MS = 30_000;
@@ -413,9 +430,10 @@ export class SessionAgentHost {
     this.wake();
   }
 
-  /** A recovery operation went through: a parked host tries again. */
+  /** A recovery operation went through, or a lease was released: a parked host tries again. */
   afterRecovery(): void {
-    if (this.#state === 'needs_recovery' || this.#state === 'stopped') {
+    if (this.#pumping && this.#session !== null) return;
+    if (this.#state === 'needs_recovery' || this.#state === 'stopped' || this.#message !== null) {
       this.#state = 'idle';
       this.#plan = null;
       this.#message = null;
@@ -558,7 +576,7 @@ export class SessionAgentHost {
       const empty = this.#deps.store.ledger.getHeadSequence(sessionId) === null;
       const session = empty
         ? await createSession(options)
-        : await resumeSession({ ...options, recoveryPolicy: mount.recoveryPolicy ?? SAFE_RECOVERY_POLICY });
+        : await resumeSession({ ...options, recoveryPolicy: mount.recoveryPolicy ?? EDGE_RECOVERY_POLICY });
       this.#session = session;
       this.#plan = null;
       this.#message = null;
@@ -577,6 +595,12 @@ export class SessionAgentHost {
         this.#session = null;
         // Nothing will move without a decision: no watchdog until a recovery operation.
         this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+        return null;
+      }
+      if (isDurableError(error) && error.code === 'DURABLE_EXECUTION_LEASE_CONFLICT') {
+        // Someone else (an operator doing recovery) holds the lease: try again when it is released.
+        this.#state = 'idle';
+        this.#message = `waiting for the execution lease: ${error.message}`;
         return null;
       }
       this.#stopped(isDurableError(error) ? `${error.code}: ${error.message}` : String(error));

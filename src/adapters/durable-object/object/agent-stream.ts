@@ -39,10 +39,14 @@ export type FrameSink = (frame: string) => void;
 const ATTEMPT_TERMINALS = new Set(['model_request_completed', 'model_request_failed', 'model_request_aborted']);
 const TURN_TERMINALS = new Set(['turn_completed', 'turn_aborted', 'request_completed', 'request_failed', 'request_interrupted']);
 
-function field(data: unknown, name: string): string | undefined {
-  if (typeof data !== 'object' || data === null) return undefined;
-  const value = (data as Record<string, unknown>)[name];
-  return typeof value === 'string' ? value : undefined;
+/** A string field of the event's envelope, else of its data (`modelAttemptId` lives on the envelope). */
+function field(event: DurableEventEnvelope, name: string): string | undefined {
+  for (const holder of [event as unknown, event.data as unknown]) {
+    if (typeof holder !== 'object' || holder === null) continue;
+    const value = (holder as Record<string, unknown>)[name];
+    if (typeof value === 'string') return value;
+  }
+  return undefined;
 }
 
 /** The live part of an agent's stream (see the module header). */
@@ -63,13 +67,13 @@ export class AgentLiveStream {
   observe(events: readonly DurableEventEnvelope[]): void {
     for (const event of events) {
       if (event.type === 'model_request_started') {
-        const modelAttemptId = field(event.data, 'modelAttemptId');
+        const modelAttemptId = field(event, 'modelAttemptId');
         const { requestId, turnId } = event;
         if (modelAttemptId !== undefined && requestId !== undefined && turnId !== undefined) {
           this.#inFlight = { requestId, turnId, modelAttemptId, text: '' };
         }
       } else if (ATTEMPT_TERMINALS.has(event.type)) {
-        if (this.#inFlight !== null && field(event.data, 'modelAttemptId') === this.#inFlight.modelAttemptId) this.#inFlight = null;
+        if (this.#inFlight !== null && field(event, 'modelAttemptId') === this.#inFlight.modelAttemptId) this.#inFlight = null;
       } else if (TURN_TERMINALS.has(event.type)) {
         this.#inFlight = null;
       }

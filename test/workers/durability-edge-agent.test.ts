@@ -1,0 +1,259 @@
+/**
+ * Inside workerd: the agent Session running in the session object (`SessionObject.sessionAgent()`
+ * of the fixture, see fixtures/edge-test-agent.ts).
+ *
+ * - a full run streams durable events and transient frames in order (deltas before the event
+ *   that completes them, tool progress before the tool's outcome), nothing transient in the log;
+ * - a subscriber that connects mid-response gets the partial text, then live deltas, with no gap
+ *   and no duplicate;
+ * - the object thrown away (`abortAllDurableObjects`: memory and pending work lost, storage kept)
+ *   (1) mid streamed model response: the new instance parks on `reconcile_model_outcome`, the model
+ *   is not called again; (2) while a non_idempotent tool runs: it parks on
+ *   `reconcile_tool_outcomes`, the tool never runs again, and after an operator reconciles it under
+ *   the lease the run finishes; (3) while a permission waits: the answer resumes it.
+ * In each abort case a subscriber reconnecting with its last cursor sees a gapless,
+ * duplicate-free log. Nothing here waits on time except bounded polling for a state.
+ */
+import { abortAllDurableObjects } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import type {
+  AgentPermissionReceipt,
+  AgentRequestAccepted,
+  AgentStatus,
+} from '../../src/adapters/durable-object/agent-rpc.js';
+import { unwrapRpcResult, type RpcResult } from '../../src/adapters/durable-object/rpc.js';
+import type { DurableExecutionLeaseRecord, DurableReadResult } from '../../src/core/store.js';
+import type { DurableEventEnvelope } from '../../src/protocol/events.js';
+import type { SubscriptionFrame } from '../../src/protocol/frames.js';
+import { freshSession, objectOf, until } from './durability-helpers.js';
+import { TestSubscriber } from './session-object-helpers.js';
+
+/** The agent methods of the fixture stub. */
+interface AgentApi {
+  submitRequest(sessionId: string, input: { commandId: string; input: string; priority?: string }): Promise<RpcResult<AgentRequestAccepted>>;
+  answerPermission(sessionId: string, id: string, answer: { decision: string }): Promise<RpcResult<AgentPermissionReceipt>>;
+  agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>>;
+  read(sessionId: string, options?: { after?: number; limit?: number }): Promise<RpcResult<DurableReadResult>>;
+  acquireExecutionLease(sessionId: string, options: { ownerId: string; leaseId: string; ttlMs: number }): Promise<RpcResult<DurableExecutionLeaseRecord>>;
+  releaseExecutionLease(sessionId: string, fence: { leaseId: string; ownerId: string; fencingToken: number }): Promise<RpcResult<null>>;
+  recover(sessionId: string, operation: string, input: unknown, options?: unknown): Promise<RpcResult<unknown>>;
+  effects(): Promise<Record<string, number>>;
+  releaseModel(): Promise<void>;
+}
+
+function api(sessionId: string): AgentApi {
+  // SAFETY: the fixture object implements every AgentApi method.
+  return objectOf(sessionId).api as unknown as AgentApi;
+}
+
+async function submit(sessionId: string, input: string, commandId = `cmd-${crypto.randomUUID()}`): Promise<AgentRequestAccepted> {
+  return unwrapRpcResult(await api(sessionId).submitRequest(sessionId, { commandId, input }));
+}
+
+async function status(sessionId: string): Promise<AgentStatus> {
+  return unwrapRpcResult(await api(sessionId).agentStatus(sessionId));
+}
+
+async function logOf(sessionId: string): Promise<DurableEventEnvelope[]> {
+  return unwrapRpcResult<DurableReadResult>(await api(sessionId).read(sessionId, { limit: 1000 })).events;
+}
+
+function types(events: readonly DurableEventEnvelope[]): string[] {
+  return events.map((event) => event.type);
+}
+
+/** Text of the `text_delta` frames of one model attempt, checked against their offsets (no gap, no duplicate). */
+function deltaText(frames: readonly SubscriptionFrame[], modelAttemptId: string): string {
+  let text = '';
+  for (const frame of frames) {
+    if (frame.type === 'partial_response' && frame.modelAttemptId === modelAttemptId) text = frame.text;
+    if (frame.type === 'text_delta' && frame.modelAttemptId === modelAttemptId) {
+      expect(frame.offset).toBe(text.length);
+      text += frame.delta;
+    }
+  }
+  return text;
+}
+
+function responseText(event: DurableEventEnvelope): string {
+  const content = (event.data as { response?: { content?: unknown } }).response?.content;
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part: { text?: string }) => part.text ?? '').join('');
+  return '';
+}
+
+/** Events of two subscriptions (the second resumed after the first's last cursor) form the log exactly. */
+function expectGapless(before: TestSubscriber, after: TestSubscriber, log: readonly DurableEventEnvelope[]): void {
+  const seen = [...before.events, ...after.events].map((frame) => frame.event.sequence);
+  expect(seen).toEqual(log.map((event) => event.sequence));
+}
+
+function lastCursor(subscriber: TestSubscriber): string | undefined {
+  return subscriber.events[subscriber.events.length - 1]?.cursor;
+}
+
+const hasEvent = (type: string) => (subscriber: TestSubscriber) => subscriber.events.some((frame) => frame.event.type === type);
+
+describe('an agent Session running inside the session object', () => {
+  it('streams a one-tool run: deltas and progress before the events that complete them, nothing transient in the log', async () => {
+    const sessionId = freshSession('edge-run');
+    await logOf(sessionId); // binds the object to the session before subscribing
+    const subscriber = await TestSubscriber.open(sessionId, { sessionId });
+    await subscriber.until((s) => s.messages.some((m) => m.type === 'caught_up'), 'caught_up');
+    const accepted = await submit(sessionId, 'tool', 'cmd-tool');
+    expect(accepted).toMatchObject({ commandId: 'cmd-tool', created: true, status: 'queued' });
+    await subscriber.until(hasEvent('request_completed'), 'request_completed');
+
+    const again = await submit(sessionId, 'tool', 'cmd-tool');
+    expect(again).toMatchObject({ requestId: accepted.requestId, inputId: accepted.inputId, created: false, status: 'completed' });
+
+    const log = await logOf(sessionId);
+    expect(types(log)).toContain('tool_completed');
+    expect(log.find((event) => event.type === 'request_accepted')).toMatchObject({ requestId: accepted.requestId });
+    const messages = subscriber.messages;
+    const index = (predicate: (m: SubscriptionFrame) => boolean): number => messages.findIndex(predicate);
+    const progress = messages.filter((m) => m.type === 'tool_progress');
+    expect(progress.map((m) => (m.type === 'tool_progress' ? m.data : null))).toEqual([{ step: 1 }, { step: 2 }]);
+    const toolCompleted = index((m) => m.type === 'event' && m.event.type === 'tool_completed');
+    const toolStarted = index((m) => m.type === 'event' && m.event.type === 'tool_started');
+    const lastProgress = messages.lastIndexOf(progress[progress.length - 1] as SubscriptionFrame);
+    expect(toolStarted).toBeLessThan(index((m) => m.type === 'tool_progress'));
+    expect(lastProgress).toBeLessThan(toolCompleted);
+
+    // Every completed model response equals its deltas, and the event comes after the last delta.
+    const completions = log.filter((event) => event.type === 'model_request_completed');
+    expect(completions).toHaveLength(2);
+    for (const completion of completions) {
+      const attempt = (completion as unknown as { modelAttemptId: string }).modelAttemptId;
+      expect(deltaText(messages, attempt)).toBe(responseText(completion));
+      const lastDelta = messages.findLastIndex((m) => m.type === 'text_delta' && m.modelAttemptId === attempt);
+      const event = index((m) => m.type === 'event' && m.event.eventId === completion.eventId);
+      expect(lastDelta).toBeLessThan(event);
+    }
+    expect(responseText(completions[1] as DurableEventEnvelope)).toBe('Done: {"q":"answer","answer":42}');
+    expect(subscriber.events.map((frame) => frame.event.sequence)).toEqual(log.map((event) => event.sequence));
+    expect(await status(sessionId)).toMatchObject({ state: 'idle', queued: [] });
+    subscriber.close();
+  });
+
+  it('gives a subscriber that connects mid-response the partial text, then live deltas, without gap or duplicate', async () => {
+    const sessionId = freshSession('edge-partial');
+    await logOf(sessionId);
+    const early = await TestSubscriber.open(sessionId, { sessionId });
+    await submit(sessionId, 'gated');
+    await early.until((s) => s.messages.filter((m) => m.type === 'text_delta').length === 2, 'two deltas');
+
+    const late = await TestSubscriber.open(sessionId, { sessionId });
+    const resumeCursor = lastCursor(early) as string;
+    const resumed = await TestSubscriber.open(sessionId, { sessionId, after: resumeCursor });
+    for (const subscriber of [late, resumed]) {
+      await subscriber.until((s) => s.messages.some((m) => m.type === 'partial_response'), 'partial_response');
+    }
+    expect(resumed.events).toEqual([]);
+    const partial = late.messages.find((m) => m.type === 'partial_response');
+    expect(partial).toMatchObject({ text: 'one two ' });
+    expect(late.messages.findIndex((m) => m.type === 'caught_up')).toBe(late.messages.indexOf(partial as SubscriptionFrame) - 1);
+
+    await api(sessionId).releaseModel();
+    for (const subscriber of [early, late, resumed]) await subscriber.until(hasEvent('request_completed'), 'request_completed');
+    const log = await logOf(sessionId);
+    const completion = log.find((event) => event.type === 'model_request_completed') as DurableEventEnvelope;
+    const attempt = (completion as unknown as { modelAttemptId: string }).modelAttemptId;
+    for (const subscriber of [early, late, resumed]) expect(deltaText(subscriber.messages, attempt)).toBe('one two three');
+    expect(late.events.map((frame) => frame.event.sequence)).toEqual(log.map((event) => event.sequence));
+    expect([...early.events.slice(0, early.events.findIndex((f) => f.cursor === resumeCursor) + 1), ...resumed.events].map((f) => f.event.sequence)).toEqual(
+      log.map((event) => event.sequence),
+    );
+    for (const subscriber of [early, late, resumed]) subscriber.close();
+  });
+
+  it('(1) aborted mid streamed response: parks on reconcile_model_outcome and never calls the model again', async () => {
+    const sessionId = freshSession('edge-abort-stream');
+    await logOf(sessionId);
+    const before = await TestSubscriber.open(sessionId, { sessionId });
+    await submit(sessionId, 'hang-stream');
+    await before.until((s) => s.messages.filter((m) => m.type === 'text_delta').length === 2, 'two deltas');
+    expect((await status(sessionId)).state).toBe('running');
+
+    await abortAllDurableObjects();
+    const parked = await until(() => status(sessionId), (s) => s.state === 'needs_recovery', 'the parked agent');
+    expect(parked.plan).toMatchObject({ action: 'reconcile_model_outcome' });
+    const log = await logOf(sessionId);
+    expect(types(log).filter((type) => type === 'model_request_started')).toHaveLength(1);
+    expect(types(log)).not.toContain('model_request_completed');
+
+    const after = await TestSubscriber.open(sessionId, { sessionId, after: lastCursor(before) as string });
+    await after.until((s) => s.messages.some((m) => m.type === 'caught_up'), 'caught_up');
+    expect(after.messages.some((m) => m.type === 'partial_response')).toBe(false);
+    expectGapless(before, after, log);
+    after.close();
+  });
+
+  it('(2) aborted while a non_idempotent tool runs: never runs it again, parks it for reconciliation, then finishes', async () => {
+    const sessionId = freshSession('edge-abort-tool');
+    await logOf(sessionId);
+    const before = await TestSubscriber.open(sessionId, { sessionId });
+    await submit(sessionId, 'hang-tool');
+    await before.until(hasEvent('tool_started'), 'tool_started');
+    await until(() => api(sessionId).effects(), (effects) => effects['charge'] === 1, 'the charge');
+
+    await abortAllDurableObjects();
+    const parked = await until(() => status(sessionId), (s) => s.state === 'needs_recovery', 'the parked agent');
+    expect(parked.plan).toMatchObject({ action: 'reconcile_tool_outcomes' });
+    const unknown = (parked.plan as { unknownToolAttempts: Array<{ toolAttemptId: string; toolName: string }> }).unknownToolAttempts;
+    expect(unknown.map((tool) => tool.toolName)).toEqual(['charge']);
+    expect(await api(sessionId).effects()).toMatchObject({ charge: 1 });
+
+    // An operator checks the card processor, then records the outcome under the lease.
+    const lease = unwrapRpcResult<DurableExecutionLeaseRecord>(
+      await api(sessionId).acquireExecutionLease(sessionId, { ownerId: 'operator', leaseId: `op-${crypto.randomUUID()}`, ttlMs: 60_000 }),
+    );
+    const fence = { leaseId: lease.leaseId, ownerId: lease.ownerId, fencingToken: lease.fencingToken };
+    unwrapRpcResult(
+      await api(sessionId).recover(
+        sessionId,
+        'reconcileToolOutcome',
+        { commandId: `reconcile-${crypto.randomUUID()}`, toolAttemptId: unknown[0]?.toolAttemptId, outcome: { status: 'completed', result: { charged: 5 } } },
+        { executionFence: fence },
+      ),
+    );
+    unwrapRpcResult(await api(sessionId).releaseExecutionLease(sessionId, fence));
+
+    const after = await TestSubscriber.open(sessionId, { sessionId, after: lastCursor(before) as string });
+    await after.until(hasEvent('request_completed'), 'request_completed', 10_000);
+    const log = await logOf(sessionId);
+    expect(await api(sessionId).effects()).toMatchObject({ charge: 1 });
+    const final = log.filter((event) => event.type === 'model_request_completed').at(-1) as DurableEventEnvelope;
+    expect(responseText(final)).toBe('Done: {"charged":5}');
+    expectGapless(before, after, log);
+    after.close();
+  });
+
+  it('(3) aborted while a permission waits: the answer resumes the run in a new instance', async () => {
+    const sessionId = freshSession('edge-abort-permission');
+    await logOf(sessionId);
+    const before = await TestSubscriber.open(sessionId, { sessionId });
+    await submit(sessionId, 'permission');
+    await before.until(hasEvent('permission_requested'), 'permission_requested');
+    const waiting = await until(() => status(sessionId), (s) => s.state === 'waiting_permission', 'waiting');
+    const permissionRequestId = waiting.pendingPermissions[0] as string;
+    expect(await api(sessionId).effects()).not.toHaveProperty('approved');
+
+    await abortAllDurableObjects();
+    const after = await TestSubscriber.open(sessionId, { sessionId, after: lastCursor(before) as string });
+    await after.until((s) => s.messages.some((m) => m.type === 'caught_up'), 'caught_up');
+    const receipt = unwrapRpcResult(await api(sessionId).answerPermission(sessionId, permissionRequestId, { decision: 'allow' }));
+    expect(receipt).toEqual({ permissionRequestId, decision: 'allow', created: true });
+    await after.until(hasEvent('request_completed'), 'request_completed', 10_000);
+    const repeat = unwrapRpcResult(await api(sessionId).answerPermission(sessionId, permissionRequestId, { decision: 'deny' }));
+    expect(repeat).toEqual({ permissionRequestId, decision: 'allow', created: false });
+
+    const log = await logOf(sessionId);
+    expect(await api(sessionId).effects()).toMatchObject({ approved: 1 });
+    expect(types(log).filter((type) => type === 'permission_resolved')).toHaveLength(1);
+    const final = log.filter((event) => event.type === 'model_request_completed').at(-1) as DurableEventEnvelope;
+    expect(responseText(final)).toBe('Done: {"approved":"deploy"}');
+    expectGapless(before, after, log);
+    after.close();
+  });
+});
