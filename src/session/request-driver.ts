@@ -175,6 +175,8 @@ function errorInfo(error: unknown): DurableErrorInfo {
  * attempt, or `null` when a `now` steering input aborted it.
  */
 async function callModel(core: SessionCore, run: RequestRun, turn: DurableActiveTurnView): Promise<DurableModelAttemptView | null> {
+  // The prompt of this call includes every steering input applied so far.
+  run.steeredSinceTurn = false;
   const modelAttemptId = ModelAttemptId(core.newId('model_attempt'));
   const scope = { requestId: run.requestId, turnId: turn.turnId, modelAttemptId };
   const identity = core.settings.modelIdentity ?? { provider: run.model.provider, api: MODEL_PORT_API };

@@ -323,7 +323,9 @@ async function executeTool(
     port?.close();
   }
   if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
-  await commit(core, `tool-end:${view.toolAttemptId}`, [outcome]);
+  // The attempt's event count makes the command unique per state: an in-place retry after a
+  // recorded `tool_outcome_unknown` writes its outcome under a new command ID.
+  await commit(core, `tool-end:${view.toolAttemptId}:${view.eventIds.length}`, [outcome]);
 }
 
 /** Re-exported for the recovery step that presents a restored permission. */

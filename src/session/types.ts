@@ -146,9 +146,20 @@ export interface SessionTool<I = JsonValue, O extends JsonValue = JsonValue> {
   execute(input: I, context: SessionToolContext): O | Promise<O>;
 }
 
-/** Any tool, whatever its input type. */
-// SAFETY: `never` input lets tools with any declared input live in one record.
-export type AnySessionTool = SessionTool<never, JsonValue>;
+/**
+ * Any tool, whatever its input type: what a tool record holds. Parameters are `never` and results
+ * `unknown`, so every `SessionTool<I, O>` fits; the Session passes each tool the input persisted for it.
+ */
+export interface AnySessionTool {
+  description?: string;
+  inputSchema?: JsonObject;
+  sideEffect: SideEffect;
+  interruptBehavior?: InterruptBehavior;
+  needsPermission?: boolean | ((input: never) => boolean);
+  permissionMessage?: (input: never) => string;
+  repairInput?: (modelInput: JsonValue) => unknown;
+  execute(input: never, context: SessionToolContext): unknown;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Permissions

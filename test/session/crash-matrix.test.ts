@@ -100,7 +100,8 @@ async function readAll(store: DurableEventStore): Promise<DurableEventEnvelope[]
 /** Identity of an event for the duplicate check: its type and every ID it carries. */
 function identity(event: DurableEventEnvelope): string {
   const data = event.data as Record<string, unknown>;
-  return JSON.stringify([event.type, event.requestId, event.turnId, event.modelAttemptId, event.toolAttemptId, data['inputId'], data['permissionRequestId']]);
+  const ids = event as Partial<Record<'requestId' | 'turnId' | 'modelAttemptId' | 'toolAttemptId', string>>;
+  return JSON.stringify([event.type, ids.requestId, ids.turnId, ids.modelAttemptId, ids.toolAttemptId, data['inputId'], data['permissionRequestId']]);
 }
 
 /** Names the recovery-coordinator operations the resume committed (commands `recovery:*`). */
@@ -177,7 +178,7 @@ async function killAndResume(backend: Backend, k: number): Promise<Row> {
       return { status: 'completed', output: typeof content === 'string' ? content : '' };
     },
   };
-  const session = await resumeSession({ ...matrixOptions(dir), durableEventStore: store, recoveryPolicy: policy });
+  const session = await resumeSession({ ...matrixOptions(dir), sessionId: SESSION_ID, durableEventStore: store, recoveryPolicy: policy });
   let answer: string | undefined;
   if (session.resumedRequest !== null) {
     answer = (await session.resumedRequest.result).output;
