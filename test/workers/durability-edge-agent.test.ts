@@ -200,7 +200,7 @@ describe('an agent Session running inside the session object', () => {
     await abortAllDurableObjects();
     const parked = await until(() => status(sessionId), (s) => s.state === 'needs_recovery', 'the parked agent');
     expect(parked.plan).toMatchObject({ action: 'reconcile_tool_outcomes' });
-    const unknown = (parked.plan as { unknownToolAttempts: Array<{ toolAttemptId: string; toolName: string }> }).unknownToolAttempts;
+    const unknown = (parked.plan as unknown as { unknownToolAttempts: Array<{ toolAttemptId: string; toolName: string }> }).unknownToolAttempts;
     expect(unknown.map((tool) => tool.toolName)).toEqual(['charge']);
     expect(await api(sessionId).effects()).toMatchObject({ charge: 1 });
 
