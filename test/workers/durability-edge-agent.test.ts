@@ -15,6 +15,9 @@
  * duplicate-free log. Nothing here waits on time except bounded polling for a state.
  */
 import { abortAllDurableObjects } from 'cloudflare:test';
+import { env, exports } from 'cloudflare:workers';
+import { mintSessionToken, type TokenScope } from '../../src/app/auth.js';
+import { SessionId } from '../../src/protocol/ids.js';
 import { describe, expect, it } from 'vitest';
 import type {
   AgentPermissionReceipt,
@@ -255,5 +258,68 @@ describe('an agent Session running inside the session object', () => {
     expect(responseText(final)).toBe('Done: {"approved":"deploy"}');
     expectGapless(before, after, log);
     after.close();
+  });
+});
+
+describe('agent routes over HTTP', () => {
+  const BASE = 'http://agent-ledger.test';
+  const call = (method: string, route: string, token: string, body?: unknown): Promise<Response> =>
+    exports.default.fetch(`${BASE}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const tokenFor = async (sessionId: string, scopes: TokenScope[]): Promise<string> =>
+    (await mintSessionToken(env, { sessionId: SessionId(sessionId), scopes, ttlSeconds: 600 }, Date.now())).token;
+
+  it('accept a request (202, idempotent by commandId) under the request scope, steer, abort, answer permissions under the permission scope', async () => {
+    const sessionId = freshSession('edge-http');
+    const reader = await tokenFor(sessionId, ['read']);
+    const requester = await tokenFor(sessionId, ['request', 'read']);
+    const permitter = await tokenFor(sessionId, ['permission']);
+    const body = { commandId: 'c-1', input: 'permission' };
+    expect((await call('POST', `/v1/sessions/${sessionId}/requests`, reader, body)).status).toBe(403);
+    const accepted = await call('POST', `/v1/sessions/${sessionId}/requests`, requester, body);
+    expect(accepted.status).toBe(202);
+    const ids = (await accepted.json()) as AgentRequestAccepted;
+    const repeated = await call('POST', `/v1/sessions/${sessionId}/requests`, requester, body);
+    expect(repeated.status).toBe(202);
+    expect(await repeated.json()).toMatchObject({ requestId: ids.requestId, created: false });
+    const conflict = await call('POST', `/v1/sessions/${sessionId}/requests`, requester, { ...body, input: 'other' });
+    expect(conflict.status).toBe(409);
+    expect((await call('POST', `/v1/sessions/${sessionId}/requests`, requester, { commandId: 'c-2', input: 'x', model: 'nope' })).status).toBe(400);
+
+    const waiting = await until(
+      async () => (await (await call('GET', `/v1/sessions/${sessionId}/agent`, requester)).json()) as AgentStatus,
+      (s) => s.state === 'waiting_permission',
+      'waiting',
+    );
+    const permission = waiting.pendingPermissions[0] as string;
+    expect((await call('POST', `/v1/sessions/${sessionId}/permissions/${permission}`, requester, { decision: 'deny' })).status).toBe(403);
+    expect((await call('POST', `/v1/sessions/${sessionId}/permissions/nope`, permitter, { decision: 'deny' })).status).toBe(404);
+    const denied = await call('POST', `/v1/sessions/${sessionId}/permissions/${permission}`, permitter, { decision: 'deny', message: 'not today' });
+    expect(denied.status).toBe(200);
+    await until(async () => logOf(sessionId), (log) => types(log).includes('request_completed'), 'completion');
+    const log = await logOf(sessionId);
+    expect(types(log)).toEqual(expect.arrayContaining(['permission_resolved', 'tool_cancelled']));
+    expect(await api(sessionId).effects()).not.toHaveProperty('approved');
+
+    // A request that never finishes is interrupted by the abort route.
+    const hanging = (await (await call('POST', `/v1/sessions/${sessionId}/requests`, requester, { commandId: 'c-3', input: 'gated' })).json()) as AgentRequestAccepted;
+    await until(async () => logOf(sessionId), (l) => l.some((e) => e.type === 'model_request_started' && 'requestId' in e && e.requestId === hanging.requestId), 'the gated call');
+    const steered = await call('POST', `/v1/sessions/${sessionId}/inputs`, requester, { input: 'also this' });
+    expect(steered.status).toBe(202);
+    expect(await steered.json()).toMatchObject({ requestId: hanging.requestId });
+    const aborted = await call('POST', `/v1/sessions/${sessionId}/requests/${hanging.requestId}/abort`, requester);
+    expect(aborted.status).toBe(200);
+    expect(await aborted.json()).toEqual({ requestId: hanging.requestId, status: 'interrupted' });
+
+    const openapi = (await (await exports.default.fetch(`${BASE}/v1/openapi.json`, { headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` } })).json()) as {
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
+    expect(openapi.paths['/v1/sessions/{sessionId}/requests']?.['post']?.operationId).toBe('submitRequest');
+    expect(openapi.paths['/v1/sessions/{sessionId}/inputs']?.['post']?.operationId).toBe('submitInput');
+    expect(openapi.paths['/v1/sessions/{sessionId}/requests/{requestId}/abort']?.['post']?.operationId).toBe('abortRequest');
+    expect(openapi.paths['/v1/sessions/{sessionId}/permissions/{permissionRequestId}']?.['post']?.operationId).toBe('answerPermission');
   });
 });
