@@ -177,6 +177,8 @@ describe('an agent Session running inside the session object', () => {
     await submit(sessionId, 'hang-stream');
     await before.until((s) => s.messages.filter((m) => m.type === 'text_delta').length === 2, 'two deltas');
     expect((await status(sessionId)).state).toBe('running');
+    // The watchdog alarm was armed before the model was called.
+    expect(await objectOf(sessionId).api.currentAlarm()).toEqual(expect.any(Number));
 
     await abortAllDurableObjects();
     const parked = await until(() => status(sessionId), (s) => s.state === 'needs_recovery', 'the parked agent');

@@ -166,12 +166,17 @@ export class SessionAgentHost {
   #activeRequestId: string | null = null;
   /** IDs the next `send` must use (the Session asks its generator synchronously). */
   readonly #forcedIds = new Map<SessionIdKind, string[]>();
+  /** The latest arming of the alarm; model and tool I/O wait for it (see `agent-stream.ts`). */
+  #armed: Promise<void> = Promise.resolve();
   /** Permission callbacks waiting for an answer, by permission request ID. */
   readonly #permissionWaiters = new Map<string, (answer: SessionPermissionDecision) => void>();
 
   constructor(deps: AgentHostDeps) {
     this.#deps = deps;
-    this.live = new AgentLiveStream((frame) => deps.broadcast(frame));
+    this.live = new AgentLiveStream(
+      (frame) => deps.broadcast(frame),
+      () => this.#armed,
+    );
     const driver = deps.store.ledger.driver;
     for (const statement of SCHEMA) driver.exec(statement);
   }
@@ -206,8 +211,13 @@ export class SessionAgentHost {
     this.#deps.timers.put(TIMER_KINDS.agent, WATCH_KEY, Date.now() + AGENT_WATCH_MS, null);
   }
 
-  async #arm(): Promise<void> {
-    await this.#deps.timers.arm();
+  /** Arms the alarm for the watchdog row; model and tool I/O wait for it to be set. */
+  #arm(): Promise<void> {
+    const armed = this.#deps.timers.arm();
+    this.#armed = armed.catch((error: unknown) => {
+      console.error(`session object agent: arming the alarm failed: ${String(error)}`);
+    });
+    return armed;
   }
 
   #rows(where: string, ...params: string[]): RequestRow[] {
@@ -293,8 +303,9 @@ export class SessionAgentHost {
       this.#putWatch();
       return { row: fresh, created: true };
     });
-    // The alarm is set before any model or tool I/O of this request can start.
-    await this.#arm();
+    // The alarm is set before any model or tool I/O of this request can start: the model and tool
+    // wrappers wait for it, while the request's first commits go ahead.
+    const armed = this.#arm();
     if (created) {
       const session = this.#session;
       if (priority === 'now' && this.#pumping && session !== null && session.state === 'running') {
@@ -304,6 +315,7 @@ export class SessionAgentHost {
         this.#kick(sessionId);
       }
     }
+    await armed;
     return {
       commandId,
       requestId: row.request_id,
@@ -415,6 +427,7 @@ export class SessionAgentHost {
       if (this.#mounted() === undefined || !this.#isActive()) return;
       const sessionId = this.#deps.boundSession();
       if (sessionId === null) return;
+      void this.#arm().catch(() => undefined);
       this.#kick(sessionId);
     } catch (error) {
       console.error(`session object agent: wake-up failed: ${String(error)}`);

@@ -16,6 +16,8 @@
  *    after its replay and `caught_up` (all synchronous), one `partial_response` frame with the text
  *    so far; the deltas after it follow live. Nothing is missed and nothing is sent twice, because
  *    no delta can be produced between the replay and the `partial_response` frame.
+ * 4. Both wrappers first await the host's `beforeIo` (the alarm armed for this run), so no model
+ *    or tool I/O starts before an eviction would be followed by an alarm.
  * Nothing here is written to the log; an eviction loses the text in flight (the recovery plan
  * then decides what happens to that model call).
  */
@@ -52,10 +54,13 @@ function field(event: DurableEventEnvelope, name: string): string | undefined {
 /** The live part of an agent's stream (see the module header). */
 export class AgentLiveStream {
   readonly #sink: FrameSink;
+  readonly #beforeIo: () => Promise<void>;
   #inFlight: InFlightResponse | null = null;
 
-  constructor(sink: FrameSink) {
+  /** `beforeIo` is awaited before every provider call and tool execution (the host arms its alarm there). */
+  constructor(sink: FrameSink, beforeIo: () => Promise<void> = () => Promise.resolve()) {
     this.#sink = sink;
+    this.#beforeIo = beforeIo;
   }
 
   /** The response in flight (a copy), or `null`. */
@@ -121,8 +126,12 @@ export class AgentLiveStream {
       get supportedUrls() {
         return model.supportedUrls;
       },
-      doGenerate: (options) => model.doGenerate(options),
+      doGenerate: async (options) => {
+        await this.#beforeIo();
+        return model.doGenerate(options);
+      },
       doStream: async (options) => {
+        await this.#beforeIo();
         const result = await model.doStream(options);
         const stream = result.stream.pipeThrough(
           new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
@@ -143,7 +152,8 @@ export class AgentLiveStream {
     for (const [name, tool] of Object.entries(tools)) {
       wrapped[name] = {
         ...tool,
-        execute: (input: never, context: SessionToolContext) => {
+        execute: async (input: never, context: SessionToolContext) => {
+          await this.#beforeIo();
           const progress = (data: JsonValue): void => {
             const frame: TransientSubscriberFrame = {
               type: 'tool_progress',
