@@ -18,6 +18,7 @@ import { abortAllDurableObjects } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { mintSessionToken, type TokenScope } from '../../src/app/auth.js';
 import { SessionId } from '../../src/protocol/ids.js';
+import { sseRelayResponse } from '../../src/app/sse-relay.js';
 import { describe, expect, it } from 'vitest';
 import type {
   AgentPermissionReceipt,
@@ -323,5 +324,64 @@ describe('agent routes over HTTP', () => {
     expect(openapi.paths['/v1/sessions/{sessionId}/inputs']?.['post']?.operationId).toBe('submitInput');
     expect(openapi.paths['/v1/sessions/{sessionId}/requests/{requestId}/abort']?.['post']?.operationId).toBe('abortRequest');
     expect(openapi.paths['/v1/sessions/{sessionId}/permissions/{permissionRequestId}']?.['post']?.operationId).toBe('answerPermission');
+  });
+});
+
+/** Reads SSE messages from a response body until `stop` holds or the stream ends. */
+async function readSse(body: ReadableStream<Uint8Array>, stop: (messages: Array<{ event: string; id?: string; data: string }>) => boolean) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const messages: Array<{ event: string; id?: string; data: string }> = [];
+  let buffer = '';
+  const deadline = Date.now() + 10_000;
+  while (!stop(messages) && Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+      if (fields['data'] !== undefined) messages.push({ event: fields['event'] ?? 'message', id: fields['id'], data: fields['data'] });
+    }
+  }
+  await reader.cancel().catch(() => undefined);
+  return messages;
+}
+
+describe('SSE with frames=all', () => {
+  it('relays durable events and token deltas in the object order, with cursors as ids', async () => {
+    const sessionId = freshSession('edge-sse');
+    await logOf(sessionId);
+    const response = await exports.default.fetch(`http://agent-ledger.test/v1/sessions/${sessionId}/subscribe?frames=all`, {
+      headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, accept: 'text/event-stream' },
+    });
+    expect(response.status).toBe(200);
+    const reading = readSse(response.body as ReadableStream<Uint8Array>, (messages) => messages.some((m) => m.data.includes('"request_completed"')));
+    await submit(sessionId, 'tool');
+    const messages = await reading;
+    const frames = messages.map((m) => JSON.parse(m.data) as SubscriptionFrame);
+    const log = await logOf(sessionId);
+    expect(frames.filter((f) => f.type === 'event').map((f) => (f.type === 'event' ? f.event.sequence : 0))).toEqual(log.map((e) => e.sequence));
+    for (const message of messages) if (message.event === 'event') expect(message.id).toBe((JSON.parse(message.data) as { cursor: string }).cursor);
+    const completion = log.filter((event) => event.type === 'model_request_completed').at(-1) as DurableEventEnvelope;
+    const attempt = (completion as unknown as { modelAttemptId: string }).modelAttemptId;
+    expect(deltaText(frames, attempt)).toBe(responseText(completion));
+    expect(frames.some((f) => f.type === 'tool_progress')).toBe(true);
+  });
+
+  it('ends a reader that falls behind the byte bound with an error frame, and closes the object socket', async () => {
+    const sessionId = freshSession('edge-sse-slow');
+    await logOf(sessionId);
+    const response = await sseRelayResponse({ object: objectOf(sessionId).stub, sessionId: SessionId(sessionId), after: undefined, maxBufferedBytes: 2_000 });
+    await submit(sessionId, 'tool');
+    await until(() => logOf(sessionId), (log) => types(log).includes('request_completed'), 'completion');
+    const messages = await readSse(response.body as ReadableStream<Uint8Array>, () => false);
+    const last = messages.at(-1);
+    expect(last?.event).toBe('error');
+    expect(JSON.parse(last?.data ?? '{}')).toMatchObject({ code: 'DURABLE_EVENT_LIMIT_EXCEEDED' });
+    const bytes = messages.reduce((sum, m) => sum + m.data.length, 0);
+    expect(bytes).toBeLessThan(2_000 + 1_000);
   });
 });
