@@ -15,6 +15,10 @@
  *    best effort (the durability ledger holds the record).
  * A text frame `ping` is answered with `pong` without waking the object.
  *
+ * 5. While the session object runs an agent (`docs/edge-agents.md`): `text_delta` /
+ *    `reasoning_delta` (token deltas of the model response in flight, sent before the event that
+ *    completes them), `partial_response` (once after `caught_up`: the text so far) and
+ *    `tool_progress`.
  * Transient kinds (progress that is not a fact of the log, such as token deltas or tool progress)
  * are rows with `transient: true`: never replayed, never carrying a cursor, and a client that does
  * not know a kind ignores it ({@link parseSubscriptionFrame} answers `undefined`), so adding a kind
