@@ -17,6 +17,7 @@ import type { SessionObjectNamespaceLike } from '../adapters/durable-object/dura
 import { DEFAULT_SESSION_BINDING } from './env.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
 import { agentRoutes } from './routes/agent.js';
+import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
 import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
@@ -39,6 +40,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   journalRoutes,
   recoveryRoutes,
   agentRoutes,
+  checkpointRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */

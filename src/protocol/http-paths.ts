@@ -33,6 +33,7 @@ export const HTTP_PATHS = {
   agentInputs: '/v1/sessions/{sessionId}/inputs',
   agentPermission: '/v1/sessions/{sessionId}/permissions/{permissionRequestId}',
   agentStatus: '/v1/sessions/{sessionId}/agent',
+  checkpoint: '/v1/sessions/{sessionId}/checkpoint',
 } as const;
 
 /** A route path template of {@link HTTP_PATHS}. */

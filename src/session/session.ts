@@ -23,7 +23,7 @@ import { MemoryDurableEventStore } from '../adapters/memory/memory-store.js';
 import { SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
 import { InputId, RequestId, SessionId, WorkerId, type EventSequence } from '../protocol/ids.js';
-import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS } from '../protocol/limits.js';
+import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../protocol/limits.js';
 import type { JsonObject, JsonValue } from '../protocol/json.js';
 import { commit, ExecutionStopped, selectionOf, type SessionCore, type SessionSettings } from './core.js';
 import { FrameHub } from './frames.js';
@@ -171,6 +171,8 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
   try {
     const journal = await DurableSessionJournal.open(tapReads(store, history), sessionId, {
       storeTimeoutMs,
+      // Resuming reads the whole log once: the largest pages make that cheapest.
+      pageSize: MAX_READ_LIMIT,
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });
