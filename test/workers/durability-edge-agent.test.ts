@@ -313,7 +313,7 @@ describe('agent routes over HTTP', () => {
     const steered = await call('POST', `/v1/sessions/${sessionId}/inputs`, requester, { input: 'also this' });
     expect(steered.status).toBe(202);
     expect(await steered.json()).toMatchObject({ requestId: hanging.requestId });
-    const aborted = await call('POST', `/v1/sessions/${sessionId}/requests/${hanging.requestId}/abort`, requester);
+    const aborted = await call('POST', `/v1/sessions/${sessionId}/requests/${hanging.requestId}/abort`, requester, {});
     expect(aborted.status).toBe(200);
     expect(await aborted.json()).toEqual({ requestId: hanging.requestId, status: 'interrupted' });
 

@@ -65,6 +65,10 @@ const steerSchema = z
 
 const steerAcceptedSchema = z.strictObject({ inputId: z.string(), requestId: z.string() }).meta({ id: 'AgentSteerAccepted' });
 
+const abortRequestSchema = z
+  .strictObject({ reason: z.string().max(256).optional().meta({ description: 'Free text for logs (not stored).' }) })
+  .meta({ id: 'AgentAbortRequest', description: 'Send `{}`.' });
+
 const abortResultSchema = z.strictObject({ requestId: z.string(), status: requestStatusSchema }).meta({ id: 'AgentAbortResult' });
 
 const permissionAnswerSchema = z
@@ -174,6 +178,7 @@ export function agentRoutes(): RouteDefinition[] {
       description: 'The running request is interrupted (`turn_aborted`, `request_interrupted` with `user_abort`); a queued one is dropped.',
       tags: ['agent'],
       scope: 'request',
+      body: abortRequestSchema,
       response: { schema: abortResultSchema, description: 'Where the request stands after the abort.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_RECOVERY_TARGET_NOT_FOUND', 'DURABLE_EVENT_WRITE_FAILED'],
       async handle({ sessionId, object, params }): Promise<AgentAbortResult> {
