@@ -233,8 +233,10 @@ export class SessionAgentHost {
 
   /** Follows committed events (called by the object after every commit). Never throws. */
   observe(events: readonly DurableEventEnvelope[]): void {
-    this.live.observe(events);
     try {
+      // Objects without an agent pay nothing per commit.
+      if (this.#mounted() === undefined) return;
+      this.live.observe(events);
       for (const event of events) {
         const requestId = 'requestId' in event ? event.requestId : undefined;
         if (requestId === undefined) continue;
