@@ -171,6 +171,27 @@ describe('an agent Session running inside the session object', () => {
     for (const subscriber of [early, late, resumed]) subscriber.close();
   });
 
+  it('queues next requests behind the running one and lets a now request interrupt it', async () => {
+    const sessionId = freshSession('edge-priority');
+    const gated = await submit(sessionId, 'gated');
+    await until(() => logOf(sessionId), (log) => types(log).includes('model_request_started'), 'the gated call');
+    const queued = await submit(sessionId, 'queued one');
+    expect((await status(sessionId)).queued).toEqual([queued.requestId]);
+    const urgent = unwrapRpcResult(await api(sessionId).submitRequest(sessionId, { commandId: 'urgent', input: 'urgent', priority: 'now' }));
+    await until(
+      () => logOf(sessionId),
+      (log) => log.filter((event) => event.type === 'request_completed').length === 2,
+      'both later requests to finish',
+    );
+    const log = await logOf(sessionId);
+    const terminal = (requestId: string) => log.find((e) => 'requestId' in e && e.requestId === requestId && e.type.startsWith('request_') && e.type !== 'request_accepted' && e.type !== 'request_started')?.type;
+    expect(terminal(gated.requestId)).toBe('request_interrupted');
+    expect(terminal(urgent.requestId)).toBe('request_completed');
+    expect(terminal(queued.requestId)).toBe('request_completed');
+    const accepted = log.filter((e) => e.type === 'request_accepted').map((e) => ('requestId' in e ? e.requestId : ''));
+    expect(accepted).toEqual([gated.requestId, urgent.requestId, queued.requestId]);
+  });
+
   it('(1) aborted mid streamed response: parks on reconcile_model_outcome and never calls the model again', async () => {
     const sessionId = freshSession('edge-abort-stream');
     await logOf(sessionId);
