@@ -177,7 +177,7 @@ describe('an agent Session running inside the session object', () => {
     await until(() => logOf(sessionId), (log) => types(log).includes('model_request_started'), 'the gated call');
     const queued = await submit(sessionId, 'queued one');
     expect((await status(sessionId)).queued).toEqual([queued.requestId]);
-    const urgent = unwrapRpcResult(await api(sessionId).submitRequest(sessionId, { commandId: 'urgent', input: 'urgent', priority: 'now' }));
+    const urgent = unwrapRpcResult<AgentRequestAccepted>(await api(sessionId).submitRequest(sessionId, { commandId: 'urgent', input: 'urgent', priority: 'now' }));
     await until(
       () => logOf(sessionId),
       (log) => log.filter((event) => event.type === 'request_completed').length === 2,
