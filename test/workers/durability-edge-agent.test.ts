@@ -41,6 +41,8 @@ interface AgentApi {
   acquireExecutionLease(sessionId: string, options: { ownerId: string; leaseId: string; ttlMs: number }): Promise<RpcResult<DurableExecutionLeaseRecord>>;
   releaseExecutionLease(sessionId: string, fence: { leaseId: string; ownerId: string; fencingToken: number }): Promise<RpcResult<null>>;
   recover(sessionId: string, operation: string, input: unknown, options?: unknown): Promise<RpcResult<unknown>>;
+  inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>>;
+  append(sessionId: string, drafts: unknown[], options?: { executionFence?: unknown }): Promise<RpcResult<unknown>>;
   effects(): Promise<Record<string, number>>;
   releaseModel(): Promise<void>;
 }
@@ -201,10 +203,19 @@ describe('an agent Session running inside the session object', () => {
     expect((await status(sessionId)).state).toBe('running');
     // The watchdog alarm was armed before the model was called.
     expect(await objectOf(sessionId).api.currentAlarm()).toEqual(expect.any(Number));
+    const oldLease = unwrapRpcResult<DurableExecutionLeaseRecord | null>(await api(sessionId).inspectExecutionLease(sessionId));
+    expect(oldLease?.ownerId).toMatch(/^session-object:/);
 
     await abortAllDurableObjects();
     const parked = await until(() => status(sessionId), (s) => s.state === 'needs_recovery', 'the parked agent');
     expect(parked.plan).toMatchObject({ action: 'reconcile_model_outcome' });
+    // The new instance took the lease over (a higher fencing token): a late commit of the old one is refused.
+    const newLease = unwrapRpcResult<DurableExecutionLeaseRecord | null>(await api(sessionId).inspectExecutionLease(sessionId));
+    expect(newLease?.fencingToken).toBeGreaterThan(oldLease?.fencingToken ?? 0);
+    const late = await api(sessionId).append(sessionId, [{ type: 'session_closed', data: { reason: 'completed' } }], {
+      executionFence: { leaseId: oldLease?.leaseId, ownerId: oldLease?.ownerId, fencingToken: oldLease?.fencingToken },
+    });
+    expect(late).toMatchObject({ ok: false, error: { code: 'DURABLE_EXECUTION_LEASE_LOST' } });
     const log = await logOf(sessionId);
     expect(types(log).filter((type) => type === 'model_request_started')).toHaveLength(1);
     expect(types(log)).not.toContain('model_request_completed');
