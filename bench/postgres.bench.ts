@@ -183,7 +183,8 @@ async function benchWakeUp(url: string, writer: PostgresDurableEventStore, reade
     // The clock starts when the commit is acknowledged: that is when the store sends its NOTIFY.
     const start = performance.now();
     target = result.lastSequence;
-    await arrived;
+    // A subscription that failed would never deliver: fail the bench instead of hanging.
+    await Promise.race([arrived, consume.then(() => Promise.reject(new Error('the subscription ended')))]);
     return performance.now() - start;
   };
 

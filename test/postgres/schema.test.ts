@@ -152,7 +152,8 @@ describe('PostgreSQL global order', () => {
   it('never skips a transaction that commits after a later one', async () => {
     const schema = schemaFor('global');
     const store = await open(schema);
-    await store.append(SessionId('g-a'), [markerDraft('a1')]);
+    // Twelve single-event appends: positions 1..12 (past 9, so a text sort would misorder them).
+    for (let i = 0; i < 12; i++) await store.append(SessionId('g-a'), [markerDraft(`a${i}`)]);
     // A slow writer takes a position first and commits last.
     const slow = new pg.Client({ connectionString: url });
     slow.on('error', () => undefined);
@@ -167,13 +168,15 @@ describe('PostgreSQL global order', () => {
     const first = await store.readGlobal({ after: 0 });
     seen.push(...first.events);
     // Only what precedes the open transaction is visible; b1 (a later position) waits behind it.
-    expect(seen.map((e) => e.event.sessionId)).toEqual(['g-a']);
+    expect(seen.map((e) => e.event.sessionId)).toEqual(Array.from({ length: 12 }, () => 'g-a'));
+    expect(seen.map((e) => e.event.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     await slow.query('ROLLBACK');
     await slow.end();
     const second = await store.readGlobal({ after: first.nextPosition });
     seen.push(...second.events);
-    expect(seen.map((e) => e.event.sessionId)).toEqual(['g-a', 'g-b']);
-    expect(seen[1]?.position).toBeGreaterThan(seen[0]?.position ?? 0);
+    expect(seen.map((e) => e.event.sessionId)).toEqual([...Array.from({ length: 12 }, () => 'g-a'), 'g-b']);
+    const positions = seen.map((e) => e.position);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
   });
 });
 

@@ -708,17 +708,18 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     const id = checkSessionId(sessionId);
     const plan = planRead(options);
     throwIfAborted(options?.signal);
-    let rows: Array<{ head: string; sequence: string | null; body: string | null }>;
+    let rows: Array<{ head: string | null; sequence: string | null; body: string | null }>;
     try {
       rows = await this.#query(this.#sql.readPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     } catch (error) {
       throw readFailure(error, 'read');
     }
-    const headValue = rows.length === 0 ? 0 : integer(rows[0]?.head, 'head');
+    const headRow = rows.find((row) => row.head !== null);
+    const headValue = headRow === undefined ? 0 : integer(headRow.head, 'head');
     const head = headValue === 0 ? null : EventSequence(headValue);
     checkReadCursor(plan.after, head);
     const after = plan.after ?? 0;
-    const present = rows.filter((row) => row.sequence !== null);
+    const present = rows.filter((row) => row.sequence !== null).sort((a, b) => Number(a.sequence) - Number(b.sequence));
     const expected = Math.min(plan.limit, headValue - after);
     if (present.length !== expected) {
       throw this.#corrupt(id, `expected ${expected} events after ${after}, found ${present.length} (sequence gap)`);
