@@ -132,6 +132,22 @@ describe('PostgreSQL watch', () => {
     expect(reader.watchMode).toBe('idle');
   });
 
+  it('still hears a write whose NOTIFY never came (safety poll while notifications flow)', async () => {
+    const schema = schemaFor('safety');
+    // A writer that sends no NOTIFY stands for one that died between its commit and its NOTIFY.
+    const silent = await open(schema, { notify: false });
+    const reader = await open(schema, { pollIntervalMs: 20 });
+    const sessionId = SessionId('silent');
+    const heard: DurableAppendNotice[] = [];
+    const stop = reader.watch(sessionId, (notice) => heard.push(notice));
+    await eventually(() => reader.watchMode === 'notify', 'notify mode');
+    const result = await silent.append(sessionId, [markerDraft('x')]);
+    await eventually(() => heard.length === 1, 'a notice from the safety poll');
+    expect(heard).toEqual([{ sessionId, lastSequence: result.lastSequence }]);
+    expect(reader.watchMode).toBe('notify');
+    stop();
+  });
+
   it('falls back to polling when notifications do not arrive', async () => {
     const schema = schemaFor('poll');
     const writer = await open(schema);

@@ -141,6 +141,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   // Terminated from outside (SIGTERM, SIGHUP): kill the server too, then die of the same signal.
   const killOnSignal = (signal: NodeJS.Signals): void => {
     killOnExit();
+    rmSync(dir, { recursive: true, force: true });
     process.kill(process.pid, signal);
   };
   process.once('exit', killOnExit);

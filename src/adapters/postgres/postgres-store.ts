@@ -1,6 +1,6 @@
 /**
  * PostgresDurableEventStore: the full store contract (events, execution leases with fencing, the
- * durability ledger) on PostgreSQL, for fleets of Node processes on several machines.
+ * durability ledger, projection checkpoints) on PostgreSQL, for fleets of Node processes on several machines.
  *
  * How a write works (append, lease change, durability record):
  * 1. read the session's row (head, lease state, ledger head) — or take it from this store's
@@ -24,6 +24,7 @@
  * with its reason and cancels the statement on the server (also unknown if it was in flight).
  */
 import { throwIfAborted } from '../../core/abort.js';
+import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import type {
   DurabilityLedgerStore,
   DurabilityListener,
@@ -75,7 +76,7 @@ import type {
 } from '../../core/store.js';
 import { DurabilityError, DurableError, DurableEventStoreError } from '../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventDraft, type DurableEventEnvelope } from '../../protocol/events.js';
-import { EventSequence, type CommandId, type SessionId } from '../../protocol/ids.js';
+import { EventSequence, type CommandId, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import {
   isConnectionLoss,
@@ -271,7 +272,9 @@ function readFailure(error: unknown, what: string): unknown {
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  * await store.close();
  */
-export class PostgresDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class PostgresDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   /** The PostgreSQL schema holding the tables. */
   readonly schema: string;
   readonly #pool: PgPool;
@@ -330,6 +333,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
           300_000,
         ),
         retryMs: 5000,
+        safetyPollMs: 10 * checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000),
       },
     );
   }
@@ -962,6 +966,45 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     }
     const records = present.map((row, index) => this.#decodeRecord(id, row, after + index + 1));
     return buildDurabilityPage(records, plan, head);
+  }
+
+  // ---- projection checkpoints ---------------------------------------------------------------
+
+  /** The session's latest projection checkpoint (bytes as written), or `null`. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    const id = checkSessionId(sessionId);
+    throwIfAborted(options?.signal);
+    let rows: Array<{ sequence: string; event_id: string; data: Uint8Array }>;
+    try {
+      rows = await this.#query(this.#sql.readCheckpoint, [id], options?.signal);
+    } catch (error) {
+      throw readFailure(error, 'checkpoint read');
+    }
+    const row = rows[0];
+    if (row === undefined) return null;
+    return {
+      sequence: EventSequence(integer(row.sequence, 'checkpoint sequence')),
+      // SAFETY: written by `writeCheckpoint` after `checkCheckpointRecord`; core re-checks every record.
+      eventId: row.event_id as EventId,
+      // A plain Uint8Array (pg hands back a Buffer), with its own copy of the bytes.
+      data: new Uint8Array(row.data),
+    };
+  }
+
+  /**
+   * Replaces the session's projection checkpoint in one statement (`INSERT ... ON CONFLICT DO
+   * UPDATE`): readers see the previous record or the new one. Needs no fence; never touches the log.
+   */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    throwIfAborted(options?.signal);
+    const bytes = Buffer.from(checked.data.buffer, checked.data.byteOffset, checked.data.byteLength);
+    try {
+      await this.#query(this.#sql.writeCheckpoint, [id, checked.sequence, checked.eventId, bytes], options?.signal);
+    } catch (error) {
+      throw writeFailure(error, 'checkpoint write');
+    }
   }
 
   // ---- execution leases ---------------------------------------------------------------------

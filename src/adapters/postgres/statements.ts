@@ -88,6 +88,13 @@ export function postgresStatements(schema: string) {
       `LEFT JOIN LATERAL (SELECT sequence, identity, kind, body FROM ${records} WHERE session_id = s.session_id ` +
       `AND sequence > $2::bigint AND sequence <= s.ledger_head ORDER BY sequence LIMIT $3::int) r ON true ` +
       `WHERE s.session_id = $1 ORDER BY r.sequence`,
+    /** $1 session. */
+    readCheckpoint: `SELECT sequence::text AS sequence, event_id, data FROM ${schema}.checkpoints WHERE session_id = $1`,
+    /** $1 session, $2 sequence, $3 event ID, $4 bytes: replaces the session's checkpoint in one statement. */
+    writeCheckpoint:
+      `INSERT INTO ${schema}.checkpoints (session_id, sequence, event_id, data) VALUES ($1, $2::bigint, $3, $4) ` +
+      'ON CONFLICT (session_id) DO UPDATE SET sequence = EXCLUDED.sequence, event_id = EXCLUDED.event_id, ' +
+      'data = EXCLUDED.data, written_at = now()',
     /** $1 session, $2 command ID. */
     findCommand:
       `SELECT min(sequence)::text AS first, max(sequence)::text AS last, count(*)::text AS count FROM ${events} ` +
