@@ -212,3 +212,16 @@ describe('agent-ledger/postgres without pg', () => {
     expect(child.stdout).toContain("DURABLE_EVENT_UNAVAILABLE agent-ledger/postgres needs the 'pg' package");
   });
 });
+
+describe('a pool the caller owns', () => {
+  it('uses a pg.Pool passed as `pool` and leaves it open on close', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    const store = await PostgresDurableEventStore.open({ pool, schema: schemaFor('own_pool') });
+    await store.append(SessionId('own-pool'), [markerDraft('x')], { expectedLastSequence: null });
+    await store.close();
+    const rows = await pool.query<{ n: string }>('SELECT 1::text AS n');
+    expect(rows.rows[0]?.n).toBe('1');
+    await pool.end();
+  });
+});

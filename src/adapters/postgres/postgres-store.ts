@@ -115,14 +115,40 @@ export const DEFAULT_POSTGRES_STATEMENT_TIMEOUT_MS = 30_000;
 /** Sessions whose last state a store remembers before it starts over. */
 const MAX_REMEMBERED_SESSIONS = 4096;
 
+/**
+ * Connection settings, passed to `pg` unchanged (its `ClientConfig`: `host`, `port`, `user`,
+ * `password`, `database`, `ssl`, ...). Declared here so that the package's types do not need
+ * `@types/pg`.
+ */
+export interface PostgresConnectionConfig {
+  connectionString?: string;
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string | (() => string | Promise<string>);
+  database?: string;
+  ssl?: boolean | object;
+  application_name?: string;
+  [setting: string]: unknown;
+}
+
+/** What the store needs of a `pg.Pool` passed as `pool` (any `pg.Pool` fits). */
+export interface PostgresPoolLike {
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  /** The pool's connection settings (used for the LISTEN connection). */
+  readonly options: object;
+}
+
 /** Options of {@link PostgresDurableEventStore.open}. */
 export interface PostgresDurableEventStoreOptions {
   /** `postgres://user:password@host:port/database`; the store creates (and on `close` ends) its pool. */
   connectionString?: string;
   /** Connection settings as `pg` takes them, instead of (or on top of) `connectionString`. */
-  connection?: PgClientConfig;
+  connection?: PostgresConnectionConfig;
   /** An existing `pg` Pool to use instead; the store never ends it. Its `options` are used for cancel requests. */
-  pool?: PgPool;
+  pool?: PostgresPoolLike;
   /** Size of the pool the store creates (default 10). */
   poolSize?: number;
   /** Server-side `statement_timeout` of the pool the store creates (default 30 000 ms; 0 disables). */
@@ -354,14 +380,16 @@ export class PostgresDurableEventStore
     let config: PgClientConfig;
     const ownsPool = options.pool === undefined;
     if (options.pool !== undefined) {
-      pool = options.pool;
+      // SAFETY: documented as a `pg.Pool`; `PostgresPoolLike` only keeps @types/pg out of the public types.
+      pool = options.pool as unknown as PgPool;
       config = pool.options;
     } else {
       if (options.connectionString === undefined && options.connection === undefined) {
         throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'give connectionString, connection or pool');
       }
       config = {
-        ...options.connection,
+        // SAFETY: passed through to pg, whose ClientConfig this mirrors.
+        ...(options.connection as PgClientConfig | undefined),
         ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
         ...(statementTimeoutMs === 0 ? {} : { statement_timeout: statementTimeoutMs }),
         application_name: options.connection?.application_name ?? 'agent-ledger',
