@@ -625,8 +625,9 @@ export class PostgresDurableEventStore
     what: string,
     decide: (state: SessionState) => P,
     write: (run: (text: string, values: unknown[]) => Promise<{ rows: Array<Record<string, unknown>>; rowCount: number }>, state: SessionState, plan: P) => Promise<SessionState | null>,
+    useRemembered = true,
   ): Promise<P> {
-    let state = this.#states.get(sessionId);
+    let state = useRemembered ? this.#states.get(sessionId) : undefined;
     let fresh = false;
     for (let attempt = 0; attempt < MAX_OPTIMISTIC_ATTEMPTS; attempt++) {
       throwIfAborted(signal);
@@ -1066,6 +1067,9 @@ export class PostgresDurableEventStore
           if (typeof version !== 'string') return null;
           return { ...state, exists: true, leaseVersion: integer(version, 'lease_version'), lease };
         },
+        // Lease calls read the row every time: a no-op decision (releasing a released lease) writes
+        // nothing that would reveal remembered state as stale. They are rare; appends are not.
+        false,
       ),
     );
     return leaseRecord(sessionId, decided.next);
