@@ -225,3 +225,25 @@ describe('a pool the caller owns', () => {
     await pool.end();
   });
 });
+
+describe('contention on one session', () => {
+  it('keeps sequences contiguous when several stores (own pools) append to one session at once', async () => {
+    const schema = schemaFor('contention');
+    const writers = await Promise.all(Array.from({ length: 6 }, () => open(schema)));
+    const sessionId = SessionId('contended');
+    // Unconditioned appends from six pools: most conditional writes find the row moved, retry on a
+    // fresh read, and after four moves in a row take the row lock first.
+    const results = await Promise.all(
+      writers.flatMap((writer, w) => Array.from({ length: 15 }, (_, i) => writer.append(sessionId, [markerDraft(`w${w}-${i}`), markerDraft(`w${w}-${i}b`)]))),
+    );
+    const firsts = results.map((result) => (result.previousSequence ?? 0) + 1).sort((a, b) => a - b);
+    expect(firsts).toEqual(Array.from({ length: 90 }, (_, i) => 1 + 2 * i));
+    const page = await writers[0]?.read(sessionId, { limit: 1000 });
+    expect(page?.events.map((event) => event.sequence)).toEqual(Array.from({ length: 180 }, (_, i) => i + 1));
+    for (const result of results) {
+      const [a, b] = result.events;
+      expect(page?.events[result.lastSequence - 2]?.eventId).toBe(a?.eventId);
+      expect(page?.events[result.lastSequence - 1]?.eventId).toBe(b?.eventId);
+    }
+  });
+});
