@@ -13,7 +13,10 @@
  */
 import { Hono } from 'hono';
 import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
+import type { SessionObjectNamespaceLike } from '../adapters/durable-object/durable-object-store.js';
+import { DEFAULT_SESSION_BINDING } from './env.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
+import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
 import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
@@ -23,8 +26,11 @@ import { runRoutes } from './routes/runs.js';
 import { subscribeRoutes } from './routes/subscribe.js';
 import { tokenRoutes } from './routes/tokens.js';
 
-/** The route groups, in mounting order (the meta group is added last by {@link createApp}). */
-export const ROUTE_GROUPS: ReadonlyArray<() => RouteDefinition[]> = [
+/** A route group: a function returning route declarations (see `route-kit.ts`). */
+export type RouteGroup = () => RouteDefinition[];
+
+/** The built-in route groups, in mounting order (the meta group is added last by {@link createApp}). */
+export const ROUTE_GROUPS: readonly RouteGroup[] = [
   eventRoutes,
   subscribeRoutes,
   leaseRoutes,
@@ -32,6 +38,7 @@ export const ROUTE_GROUPS: ReadonlyArray<() => RouteDefinition[]> = [
   runRoutes,
   journalRoutes,
   recoveryRoutes,
+  checkpointRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */
@@ -41,13 +48,56 @@ const CORS_MAX_AGE_SECONDS = 600;
 
 /** Options of {@link createApp}. */
 export interface CreateAppOptions {
-  /** More route groups (e.g. a user's own routes next to the ledger's). */
-  extraGroups?: ReadonlyArray<() => RouteDefinition[]>;
+  /**
+   * Name of the Durable Object binding that holds the session objects (a `SessionObject` or a
+   * subclass of it). Default {@link DEFAULT_SESSION_BINDING} (`SESSIONS`).
+   */
+  binding?: string | undefined;
+  /**
+   * More route groups, mounted after the built-in ones: each is routed, authenticated, validated
+   * and documented in the OpenAPI document and `/docs` like the built-in routes.
+   */
+  extraGroups?: readonly RouteGroup[] | undefined;
 }
 
-/** Builds the Worker's Hono app. */
+/**
+ * Every route the app mounts with these options, in mounting order: the built-in groups, the
+ * extra groups, then the meta routes (health, OpenAPI, /docs). The OpenAPI document and the route
+ * table of `docs/http-api.md` are built from exactly this list.
+ */
+export function appRoutes(options: Pick<CreateAppOptions, 'extraGroups'> = {}): RouteDefinition[] {
+  const routes: RouteDefinition[] = [...ROUTE_GROUPS, ...(options.extraGroups ?? [])].flatMap((group) => group());
+  routes.push(...metaRoutes(() => routes.map((route) => route.spec)));
+  return routes;
+}
+
+function isNamespace(value: unknown): value is SessionObjectNamespaceLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { idFromName?: unknown }).idFromName === 'function' &&
+    typeof (value as { get?: unknown }).get === 'function'
+  );
+}
+
+/**
+ * Builds the Worker's Hono app: every route, auth, SSE, WebSocket upgrades, the OpenAPI document
+ * and `/docs`, over the session objects bound as `options.binding`.
+ *
+ * @example
+ * // A user's Worker with its own SessionObject subclass bound as AGENTS:
+ * import { createApp, SessionObject } from 'agent-ledger/worker';
+ * export class MyAgents extends SessionObject { protected override agents() { return myMounts; } }
+ * export default createApp({ binding: 'AGENTS' });
+ */
 export function createApp(options: CreateAppOptions = {}): Hono<AppEnv> {
+  const binding = options.binding ?? DEFAULT_SESSION_BINDING;
   const app = new Hono<AppEnv>();
+  app.use('*', async (c, next) => {
+    const namespace = c.env?.[binding];
+    if (isNamespace(namespace)) c.set('sessions', namespace);
+    await next();
+  });
   app.use('*', async (c, next) => {
     await next();
     if (c.res.status === HttpStatus.SWITCHING_PROTOCOLS) return;
@@ -68,8 +118,7 @@ export function createApp(options: CreateAppOptions = {}): Hono<AppEnv> {
       },
     });
   });
-  const routes: RouteDefinition[] = [...ROUTE_GROUPS, ...(options.extraGroups ?? [])].flatMap((group) => group());
-  routes.push(...metaRoutes(() => routes.map((route) => route.spec)));
+  const routes = appRoutes(options);
 
   const methodsByPath = new Map<string, string[]>();
   for (const route of routes) {

@@ -20,12 +20,12 @@ import { durableErrorFromJson, isDurableError, type DurableErrorCode } from '../
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
 import { authenticate, authorize, extractBearerToken, type AccessRule, type Principal, type TokenScope } from './auth.js';
 import { MAX_CONTROL_BODY_BYTES, readJsonBody } from './body.js';
-import type { Env } from './env.js';
+import type { AppBindings, AppVariables } from './env.js';
 import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
 import { sessionObject, type SessionObjectHandle } from './session-rpc.js';
 
 /** Hono environment of this Worker. */
-export type AppEnv = { Bindings: Env };
+export type AppEnv = { Bindings: AppBindings; Variables: AppVariables };
 /** Hono context of this Worker. */
 export type AppContext = Context<AppEnv>;
 /** Methods the API uses. */
@@ -74,7 +74,7 @@ export interface RouteDefinition {
 /** What a handler receives. */
 export interface RouteInput<Q, B> {
   c: AppContext;
-  env: Env;
+  env: AppBindings;
   /** `undefined` only on public routes. */
   principal: Principal | undefined;
   query: Q;
@@ -236,7 +236,9 @@ export function defineSessionRoute<Q = undefined, B = undefined, R = unknown>(
         const query = parseQuery(c, def);
         const body = await parseBody(c, def);
         const { sessionId: _s, ...params } = c.req.param();
-        const object = sessionObject(c.env, sessionId);
+        const namespace = c.get('sessions') as AppVariables['sessions'] | undefined;
+        if (namespace === undefined) throw domainError('DURABLE_EVENT_UNAVAILABLE', 'the Worker has no session objects binding (see createApp({ binding }))');
+        const object = sessionObject(namespace, sessionId);
         const result = await def.handle({ c, env: c.env, principal, query, body, params, sessionId, object });
         return respond(c, result, def.response?.created);
       } catch (error) {

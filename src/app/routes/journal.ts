@@ -9,7 +9,6 @@
  * resubmitting the same command (same `commandId`, same events) settles it without a duplicate.
  * `GET /projection` returns the projection, its recovery plan and the head they were folded to.
  */
-import { sessionJournalRpc } from '../../adapters/durable-object/journal-rpc.js';
 import type { RpcJournalCallOptions } from '../../adapters/durable-object/journal-rpc.js';
 import { prepareCommand } from '../../core/journal/journal-options.js';
 import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
@@ -84,8 +83,7 @@ export function journalRoutes(): RouteDefinition[] {
         'DURABLE_EXECUTION_LEASE_INVALID',
         'DURABLE_COMMAND_OUTCOME_UNKNOWN',
       ],
-      async handle({ env, sessionId, body }) {
-        const rpc = sessionJournalRpc(env.SESSIONS, sessionId);
+      async handle({ object: rpc, sessionId, body }) {
         const result = await callObject(
           () => rpc.commit(sessionId, commandOf(body), fenceOptions(body.executionFence)),
           commandOutcomeUnknown(body.commandId),
@@ -109,8 +107,7 @@ export function journalRoutes(): RouteDefinition[] {
       scope: 'read',
       response: { schema: projectionResponseSchema, description: 'Projection, recovery plan and head.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_PROJECTION_INVALID', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ env, sessionId }) {
-        const rpc = sessionJournalRpc(env.SESSIONS, sessionId);
+      async handle({ object: rpc, sessionId }) {
         return callObject(() => rpc.projection(sessionId), objectUnavailable);
       },
     }),

@@ -12,7 +12,7 @@
  * the same `commandId`.
  */
 import type { z } from 'zod';
-import { sessionJournalRpc, type RecoveryInputs } from '../../adapters/durable-object/journal-rpc.js';
+import type { RecoveryInputs } from '../../adapters/durable-object/journal-rpc.js';
 import { RECOVERY_INPUT_PARSERS } from '../../core/recovery/input-parsers.js';
 import type { DurableExecutionFence } from '../../core/store.js';
 import type { DurableErrorCode } from '../../protocol/errors.js';
@@ -76,12 +76,11 @@ function mutationRoute(operation: RecoveryMutation): RouteDefinition {
       description: 'The recovery command as stored, with the new projection and plan.',
     },
     errors: [...COMMON_ERRORS, ...(spec.extraErrors ?? [])],
-    async handle({ env, sessionId, body }) {
+    async handle({ object: rpc, sessionId, body }) {
       const { executionFence, ...rest } = body;
       // SAFETY: `rest` passed this operation's schema, which mirrors its coordinator input type;
       // the coordinator checks it again inside the object.
       const input = rest as unknown as RecoveryInputs[RecoveryMutation];
-      const rpc = sessionJournalRpc(env.SESSIONS, sessionId);
       return callObject(
         () => rpc.recover(sessionId, operation, input, fenceOptions(executionFence)),
         commandOutcomeUnknown(body.commandId),
@@ -105,8 +104,7 @@ export function recoveryRoutes(): RouteDefinition[] {
       scope: 'recover',
       response: { schema: RECOVERY_RESPONSE_SCHEMAS[planResume.response], description: 'The decision and the head it was taken on.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_PROJECTION_INVALID', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ env, sessionId }) {
-        const rpc = sessionJournalRpc(env.SESSIONS, sessionId);
+      async handle({ object: rpc, sessionId }) {
         return callObject(() => rpc.recover(sessionId, PLAN_RESUME_OPERATION, undefined), objectUnavailable);
       },
     }),

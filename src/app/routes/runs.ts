@@ -112,8 +112,7 @@ const durabilityQuerySchema = z.strictObject({
 
 /** The session object, seen through its durability methods. */
 function durabilityOf(object: SessionObjectHandle): SessionObjectDurabilityRpc {
-  // SAFETY: `SESSIONS` binds a SessionObject (or a subclass), which implements these methods.
-  return object as unknown as SessionObjectDurabilityRpc;
+  return object;
 }
 
 function runIdOf<Q, B>(input: SessionRouteInput<Q, B>): string {
