@@ -144,6 +144,30 @@ describe('event order of one Request', () => {
   });
 });
 
+describe('content-part input', () => {
+  it('keeps the parts in request_accepted and hands them to the model as text and file parts', async () => {
+    const store = memoryStore();
+    const model = createScriptedModel([{ text: 'a red pixel' }]);
+    const session = await createSession({ sessionId: 's-parts', model, durableEventStore: store });
+    const input = [
+      { type: 'text' as const, text: 'What is in this image?' },
+      { type: 'image' as const, mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+    ];
+    expect((await session.run(input)).output).toBe('a red pixel');
+    const accepted = (await readAll(store, 's-parts')).find((event) => event.type === 'request_accepted');
+    expect(accepted?.type === 'request_accepted' && accepted.data.input).toEqual(input);
+    expect(model.calls[0]?.prompt).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this image?' },
+          { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        ],
+      },
+    ]);
+  });
+});
+
 describe('permissions', () => {
   const guarded = defineTool({ sideEffect: 'idempotent', needsPermission: true, execute: () => ({ ran: true }) });
   const model = () =>
