@@ -191,9 +191,12 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
+      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });
+    // A journal opened from a projection checkpoint folded only the tail: read the rest for the history.
+    await history.catchUp(store, sessionId, journal.getHeadSequence(), MAX_READ_LIMIT);
     const core: SessionCore = { sessionId, store, journal, lease, history, hub: new FrameHub(), settings, newId };
     return { core, ownsLease, leaseStore, storeTimeoutMs };
   } catch (error) {

@@ -4,6 +4,7 @@
  * started pure tool replays its durable steps; the fail-closed answer for a non_idempotent tool.
  */
 import { describe, expect, it } from 'vitest';
+import { DurableSessionJournal, SessionId } from '../../src/index.js';
 import { createScriptedModel, createSession, defineTool, recoveryPlanOf, resumeSession, type SessionPermissionRequest } from '../../src/session.js';
 import { crashAfter, deferred, memoryStore, readAll, types } from './helpers.js';
 
@@ -136,5 +137,22 @@ describe('recovery paths', () => {
     });
     expect(await session.resumedRequest!.result).toMatchObject({ status: 'completed', output: 'charged' });
     expect(effects).toBe(1);
+  });
+
+  it('resuming from a projection checkpoint still restores the whole message history', async () => {
+    const store = memoryStore();
+    const script = () => createScriptedModel(({ callIndex }) => ({ text: `answer ${callIndex}` }));
+    const first = await createSession({ sessionId: 's-checkpoint', model: script(), durableEventStore: store });
+    for (const question of ['one', 'two', 'three']) await first.run(question);
+    const journal = await DurableSessionJournal.open(store, SessionId('s-checkpoint'));
+    expect(await journal.writeCheckpoint()).toBe(true);
+    const reopened = await DurableSessionJournal.open(store, SessionId('s-checkpoint'));
+    expect(reopened.getCheckpointOutcome().status).toBe('used');
+    const session = await resumeSession({ sessionId: 's-checkpoint', model: script(), durableEventStore: store });
+    expect(session.history().filter((message) => message.role === 'user').map((message) => message.content)).toEqual(['one', 'two', 'three']);
+    const model = script();
+    const next = await resumeSession({ sessionId: 's-checkpoint', model, durableEventStore: store });
+    await next.run('four');
+    expect(model.calls[0]?.prompt.filter((message) => message.role === 'user')).toHaveLength(4);
   });
 });
