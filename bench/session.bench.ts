@@ -228,10 +228,11 @@ function printTable(): boolean {
 const started = performance.now();
 try {
   console.log(`Session benchmark (${os.platform()} ${os.arch()}, node ${process.version}, dir ${root})`);
-  // SESSION_BENCH=resume runs only the resume comparisons.
-  if (process.env['SESSION_BENCH'] !== 'resume') for (const backend of backends) await benchTurn(backend);
-  const drafts = await buildLongSession();
-  for (const backend of backends) {
+  // SESSION_BENCH=resume runs only the resume comparisons, SESSION_BENCH=request only the Request ones.
+  const only = process.env['SESSION_BENCH'];
+  if (only !== 'resume') for (const backend of backends) await benchTurn(backend);
+  const drafts = only === 'request' ? [] : await buildLongSession();
+  for (const backend of only === 'request' ? [] : backends) {
     await benchResume(backend, drafts, true);
     await benchResume(backend, drafts, false);
   }
