@@ -291,6 +291,29 @@ describe('failures, limits and interruptions', () => {
     expect(types(await readAll(store, 's-abort-tool')).slice(-4)).toEqual(['tool_started', 'tool_cancelled', 'turn_aborted', 'request_interrupted']);
   });
 
+  it('abort() while the host decides a permission: cancel decision and tool_cancelled, then the Turn and Request end', async () => {
+    const store = memoryStore();
+    let asked!: () => void;
+    const waiting = new Promise<void>((resolve) => (asked = resolve));
+    const guarded = defineTool({ sideEffect: 'pure', needsPermission: true, execute: () => ({ ran: true }) });
+    const model = createScriptedModel([{ toolCalls: [{ toolCallId: 'c1', toolName: 'guarded', input: {} }] }]);
+    const session = await createSession({
+      sessionId: 's-abort-permission',
+      model,
+      tools: { guarded },
+      durableEventStore: store,
+      onPermission: () => (asked(), new Promise(() => undefined)),
+    });
+    const handle = await session.send('x');
+    await waiting;
+    await session.abort();
+    expect(await handle.result).toMatchObject({ status: 'interrupted', reason: 'user_abort' });
+    const events = await readAll(store, 's-abort-permission');
+    expect(types(events).slice(-5)).toEqual(['permission_requested', 'permission_resolved', 'tool_cancelled', 'turn_aborted', 'request_interrupted']);
+    const resolved = events.at(-4)!;
+    expect(resolved.type === 'permission_resolved' && resolved.data.decision).toBe('cancel');
+  });
+
   it('a `now` Request interrupts the running one (request_interrupted superseded, byInputId) and runs next', async () => {
     const store = memoryStore();
     const model = createScriptedModel([{ hang: true }, { text: 'second answer' }]);
