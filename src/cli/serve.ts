@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { ALL_INSPECTOR_SCOPES, type InspectorScope } from '../inspector/backend.js';
-import { createInspectorApp, inspectPath } from '../inspector/app.js';
+import { createInspectorApp } from '../inspector/app.js';
 import { CliError, printJson, println } from './output.js';
 import type { OpenedStore } from './stores.js';
 
@@ -119,10 +119,10 @@ export async function startInspectorServer(opened: OpenedStore, options: Inspect
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  if (options.json) printJson({ url, pagePath: inspectPath('{sessionId}'), token: options.pageTokenEnv === undefined ? token : undefined, store: opened.spec.raw });
+  if (options.json) printJson({ url, pagePath: '/v1/sessions/{sessionId}/inspect', token: options.pageTokenEnv === undefined ? token : undefined, store: opened.spec.raw });
   else {
     println(`agent-ledger inspector for ${opened.spec.raw} on ${url}`);
-    println(`open ${url}${inspectPath('<sessionId>')} and sign in with the token:`);
+    println(`open ${url}/v1/sessions/<sessionId>/inspect and sign in with the token:`);
     println(options.pageTokenEnv === undefined ? `  ${token}` : `  (the value of ${options.pageTokenEnv})`);
   }
 }
