@@ -15,6 +15,7 @@ import { Hono } from 'hono';
 import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
 import { eventRoutes } from './routes/events.js';
+import { inspectRoutes } from './routes/inspect.js';
 import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
 import { metaRoutes } from './routes/meta.js';
@@ -32,6 +33,7 @@ export const ROUTE_GROUPS: ReadonlyArray<() => RouteDefinition[]> = [
   runRoutes,
   journalRoutes,
   recoveryRoutes,
+  inspectRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */

@@ -1,3 +1,4 @@
+/** @jsxRuntime automatic */
 /** @jsxImportSource hono/jsx */
 /**
  * The inspector's Hono app: the page, its sign-in, its live tail, its actions and its assets.
@@ -152,7 +153,8 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     if (scopes === null) {
       return html(c, await (<LoginPage sessionId={sessionId} loginUrl={`${base}/login`} error="That token does not open this session." />), 401);
     }
-    setCookie(c, INSPECTOR_COOKIE, token, { path: base, httpOnly: true, sameSite: 'Strict', secure: host.secureCookie === true });
+    const secure = host.secureCookie ?? new URL(c.req.url).protocol === 'https:';
+    setCookie(c, INSPECTOR_COOKIE, token, { path: base, httpOnly: true, sameSite: 'Strict', secure });
     return c.redirect(base, 303);
   });
 
@@ -187,6 +189,10 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     const lifetime = host.tailLifetimeMs ?? DEFAULT_TAIL_LIFETIME_MS;
     let keepAlive: ReturnType<typeof setInterval> | undefined;
     let ends: ReturnType<typeof setTimeout> | undefined;
+    const stopTimers = (): void => {
+      if (keepAlive !== undefined) clearInterval(keepAlive);
+      if (ends !== undefined) clearTimeout(ends);
+    };
     const stream = new ReadableStream<Uint8Array>({
       start(streamController) {
         const send = (chunk: string): void => {
@@ -211,8 +217,7 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
           } catch {
             // Aborted (client gone or lifetime over) or a store failure: end the stream; EventSource reconnects.
           } finally {
-            clearInterval(keepAlive);
-            clearTimeout(ends);
+            stopTimers();
             try {
               streamController.close();
             } catch {
@@ -222,8 +227,7 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
         })();
       },
       cancel() {
-        clearInterval(keepAlive);
-        clearTimeout(ends);
+        stopTimers();
         controller.abort();
         subscription.close();
       },

@@ -43,7 +43,7 @@ export interface InspectorHost<E> {
    * Never log or echo the token.
    */
   authorize(env: E, token: string, sessionId: SessionId): Promise<ReadonlySet<InspectorScope> | null>;
-  /** Set `Secure` on the cookie (true behind https). */
+  /** Set `Secure` on the cookie (default: when the request came over https). */
   secureCookie?: boolean;
   /** Longest life of one live-tail response before the browser reconnects (default 5 min). */
   tailLifetimeMs?: number;

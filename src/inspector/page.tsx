@@ -1,3 +1,4 @@
+/** @jsxRuntime automatic */
 /** @jsxImportSource hono/jsx */
 /**
  * The inspector page, server-rendered with Hono's JSX.
