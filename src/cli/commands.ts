@@ -300,8 +300,11 @@ export function registerCommands(program: Command): void {
     .option('-s, --session <id...>', 'session(s) to copy')
     .option('--all', 'every session of a jsonl source')
     .option('--as <id>', 'target session ID (one --session only; default: the same ID)')
-    .action(async (from: string, to: string, flags: { session?: string[]; all?: boolean; as?: string }, command: Command) => {
+    .option('--batch-size <n>', 'events per append into the target, 1..1000 (default 500)', '500')
+    .action(async (from: string, to: string, flags: { session?: string[]; all?: boolean; as?: string; batchSize: string }, command: Command) => {
       const options = globals(command);
+      const batchSize = positiveInt(flags.batchSize, '--batch-size');
+      if (batchSize > 1000) throw new CliError('--batch-size must be at most 1000');
       const fromSpec = parseStoreUrl(from);
       const toSpec = parseStoreUrl(to);
       let sessions: SessionId[];
@@ -323,7 +326,7 @@ export function registerCommands(program: Command): void {
           for (const sessionId of sessions) {
             const targetId = flags.as === undefined ? sessionId : sessionArg(flags.as, '--as');
             progress.start(0, `copy ${sessionId}`);
-            reports.push(await copySession(source.store, target.store, sessionId, targetId, (p) => progress.update(p.done, p.total)));
+            reports.push(await copySession(source.store, target.store, sessionId, targetId, (p) => progress.update(p.done, p.total), batchSize));
             progress.stop();
           }
           if (options.json) printJson({ sessions: reports });

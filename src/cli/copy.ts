@@ -39,8 +39,12 @@ export async function copySession(
   sessionId: SessionId,
   targetSessionId: SessionId,
   onProgress?: (progress: CopyProgress) => void,
+  batchSize?: number,
 ): Promise<CopyReport> {
-  const events = await copySessionEvents(source, sessionId, target, targetSessionId, onProgress === undefined ? {} : { onProgress });
+  const events = await copySessionEvents(source, sessionId, target, targetSessionId, {
+    ...(onProgress === undefined ? {} : { onProgress }),
+    ...(batchSize === undefined ? {} : { batchSize }),
+  });
   let ledger: CopyReport['ledger'] = 'unsupported';
   if (isDurabilityLedgerStore(source) && isDurabilityLedgerStore(target)) {
     const records = (await readLedger(source, sessionId)) ?? [];
