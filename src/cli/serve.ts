@@ -28,7 +28,8 @@ export interface InspectorServerOptions {
   pageTokenEnv?: string;
 }
 
-function toRequest(req: IncomingMessage, origin: string): Request {
+/** Turns a node:http request into a fetch `Request` (aborted when the client goes away). */
+export function toRequest(req: IncomingMessage, origin: string): Request {
   const controller = new AbortController();
   req.once('close', () => {
     if (!req.complete || req.destroyed) controller.abort();
@@ -48,7 +49,8 @@ function toRequest(req: IncomingMessage, origin: string): Request {
   } as RequestInit);
 }
 
-async function sendResponse(response: Response, res: ServerResponse): Promise<void> {
+/** Streams a fetch `Response` into a node:http response (stops reading when the client goes away). */
+export async function sendResponse(response: Response, res: ServerResponse): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (name === 'set-cookie') return;
