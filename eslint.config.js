@@ -28,7 +28,7 @@ const nodeGlobals = Object.fromEntries(
 );
 
 const RUNTIME_FREE_MESSAGE =
-  'src/protocol and src/core must run on any runtime: move runtime-bound code to src/adapters or worker/.';
+  'src/protocol and src/core must run on any runtime: move runtime-bound code to src/adapters or src/app.';
 
 /** Import patterns forbidden in the runtime-free layers. */
 const runtimeFreeImportPatterns = [
@@ -100,19 +100,19 @@ export default defineConfig(
     files: ['src/protocol/**/*.ts', 'src/core/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', { patterns: runtimeFreeImportPatterns }],
-      // Imports point downwards only: protocol <- core <- adapters/conformance <- worker.
+      // Imports point downwards only: protocol <- core <- adapters/conformance <- app <- worker.
       'import-x/no-restricted-paths': [
         'error',
         {
           zones: [
             {
               target: './src/protocol',
-              from: ['./src/core', './src/adapters', './src/conformance', './worker'],
+              from: ['./src/core', './src/adapters', './src/app', './src/conformance', './worker'],
               message: 'src/protocol is the bottom layer and imports nothing above it.',
             },
             {
               target: './src/core',
-              from: ['./src/adapters', './src/conformance', './worker'],
+              from: ['./src/adapters', './src/app', './src/conformance', './worker'],
               message: 'src/core may import src/protocol only.',
             },
           ],

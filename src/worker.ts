@@ -1,16 +1,28 @@
 /**
- * `agent-ledger/worker`: the pieces a user mounts in their own Cloudflare Worker.
+ * `agent-ledger/worker`: everything a user needs in their own Cloudflare Worker.
  *
- * - `SessionObject`: the per-session Durable Object class. Export it from your Worker's main
- *   module, bind it (`[[durable_objects.bindings]]`) and declare it in a `new_sqlite_classes`
- *   migration.
- * - `DurableObjectEventStore`: the store contract over that binding, for Worker code that runs a
- *   journal, a recovery coordinator or a lease against a session.
- * - Durable tool calls inside the object: subclass `SessionObject`, override `agents()` (an
- *   `AgentMounts`), export and bind the subclass; start calls over RPC (`startToolCall`) or HTTP
- *   (`POST /v1/sessions/:sessionId/runs/:runId/tool-calls`). Sleeps survive eviction: the object's
- *   alarm resumes them. See docs/durability.md.
+ * - `SessionObject`: the per-session Durable Object class. Export it (or your subclass) from your
+ *   Worker's main module, bind it (`[[durable_objects.bindings]]`) and declare it in a
+ *   `new_sqlite_classes` migration. Durable tool calls: subclass it and override `agents()` (an
+ *   `AgentMounts`); sleeps survive eviction (the object's alarm resumes them). See docs/durability.md.
+ * - The HTTP app: `createApp({ binding })` (a Hono app: every route, auth, SSE, WebSocket
+ *   subscriptions, the OpenAPI document and `/docs`) or the one-line router
+ *   `routeSessionRequest(request, env, { binding })`, which answers `null` for paths that are not
+ *   the ledger's. Extra route groups (`extraGroups`, declared with `defineSessionRoute` /
+ *   `defineRoute`) are routed, authenticated, validated and documented like the built-in ones.
+ * - `sessionClient(namespace, sessionId)`: the object's RPC from your own Worker code, with plain
+ *   results and the typed error classes (no envelopes to unwrap).
+ * - `DurableObjectEventStore`: the store contract over the binding, for code that runs a journal,
+ *   a recovery coordinator or a lease against a session.
  * This entry imports `cloudflare:workers`; it only loads inside the Workers runtime.
+ *
+ * @example
+ * import { routeSessionRequest, SessionObject } from 'agent-ledger/worker';
+ * export class MyAgents extends SessionObject {}
+ * export default {
+ *   fetch: async (request, env, ctx) =>
+ *     (await routeSessionRequest(request, env, { binding: 'AGENTS' }, ctx)) ?? new Response('not found', { status: 404 }),
+ * };
  */
 export { SessionObject } from './adapters/durable-object/object/session-object.js';
 export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from './adapters/durable-object/object/durability.js';
@@ -21,12 +33,43 @@ export {
   type RunRetryPolicy,
 } from './adapters/durable-object/object/outcomes.js';
 export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './adapters/durable-object/object/timers.js';
+
+// The HTTP app and the router.
+export { createApp, appRoutes, ROUTE_GROUPS, type CreateAppOptions, type RouteGroup } from './app/app.js';
+export { routeSessionRequest, servesPath, type SessionRouterContext } from './app/router.js';
+export {
+  defineRoute,
+  defineSessionRoute,
+  type AppContext,
+  type AppEnv,
+  type RouteDef,
+  type RouteDefinition,
+  type RouteInput,
+  type RouteSpec,
+  type SessionRouteDef,
+  type SessionRouteInput,
+} from './app/route-kit.js';
+export { DEFAULT_SESSION_BINDING, type AppBindings } from './app/env.js';
+export {
+  TOKEN_SCOPES,
+  mintSessionToken,
+  type AccessRule,
+  type AuthSecrets,
+  type MintRequest,
+  type Principal,
+  type TokenScope,
+} from './app/auth.js';
+export { HttpProblem, STATUS_BY_CODE } from './app/http-errors.js';
+export { buildOpenApiDocument, type OpenApiDocument } from './app/openapi.js';
+
+// Calling the object from Worker code.
+export { sessionClient, type SessionObjectClient } from './adapters/durable-object/session-client.js';
+export { DurableObjectEventStore, type SessionObjectNamespaceLike } from './adapters/durable-object/durable-object-store.js';
 export type {
   RpcDurabilityReadOptions,
   RunDeliveryInput,
   RunDeliveryReceipt,
   RunState,
-  SessionObjectDurabilityRpc,
   StartToolCallInput,
   SubscriberDurabilityMessage,
   ToolCallAccepted,
@@ -34,43 +77,18 @@ export type {
   ToolRunStatus,
 } from './adapters/durable-object/durability-rpc.js';
 export {
-  DurableObjectEventStore,
-  sessionObjectRpc,
-  type SessionObjectNamespaceLike,
-} from './adapters/durable-object/durable-object-store.js';
-export {
   MAX_WAIT_FOR_EVENTS_MS,
-  rpcFailure,
-  rpcOk,
-  toRpcResult,
-  unwrapRpcResult,
   type RpcAppendOptions,
   type RpcAppendReceipt,
   type RpcLeaseAcquireOptions,
   type RpcReadOptions,
-  type RpcResult,
   type RpcWaitResult,
-  type SessionObjectRpc,
 } from './adapters/durable-object/rpc.js';
-export * from './adapters/durable-object/socket-protocol.js';
-export {
-  PLAN_RESUME_OPERATION,
-  RECOVERY_MUTATIONS,
-  RECOVERY_OPERATIONS,
-  isRecoveryMutation,
-  isRecoveryOperation,
-  sessionJournalRpc,
-  type PlanResumeResult,
-  type RecoveryInputs,
-  type RecoveryMutation,
-  type RecoveryOperation,
-  type RecoveryResults,
-  type RpcJournalCallOptions,
-  type SessionJournalNamespaceLike,
-  type SessionObjectJournalRpc,
-  type SessionProjectionResult,
+export type {
+  PlanResumeResult,
+  RecoveryInputs,
+  RecoveryResults,
+  RpcJournalCallOptions,
+  SessionProjectionResult,
 } from './adapters/durable-object/journal-rpc.js';
 export { DurableObjectSqlDriver, type DurableObjectSqlStorageLike } from './adapters/durable-object/storage-sql-driver.js';
-export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './adapters/sql/sql-store.js';
-export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './adapters/sql/sql-durability.js';
-export type { SqlDriver, SqlValue } from './adapters/sql/driver.js';

@@ -1,17 +1,17 @@
 /**
- * Worker entry point.
+ * Worker entry point: the deployable Worker of this repository.
  *
  * Wrangler (`wrangler.toml` -> `main`) loads this module and calls the default export's
- * `fetch` for every HTTP request. Routing is the Hono app of `app.ts` (route groups live in
- * `routes/`); this file only builds it once per isolate and exports it.
+ * `fetch` for every HTTP request. The app itself (routes, auth, SSE, WebSockets, OpenAPI) lives in
+ * `src/app/` and ships as `agent-ledger/worker`; this file only builds it once per isolate.
  *
  * workerd treats every export of this module as an entry point: the default handler, Durable
  * Object classes (`SessionObject`), `WorkerEntrypoint` classes. Exporting anything else (a
  * constant, a type guard, the Hono app itself) makes the runtime refuse to start, so shared
  * values belong in their own modules.
  */
-import { createApp } from './app.js';
-import type { Env } from './env.js';
+import { createApp } from '../src/app/app.js';
+import type { Env } from '../src/app/env.js';
 
 const app = createApp();
 

@@ -9,3 +9,6 @@ export * from './json.js';
 export * from './events.js';
 export * from './cursor.js';
 export { encodeBase64Url, decodeBase64Url } from './base64url.js';
+export * from './recovery-operations.js';
+export * from './http-paths.js';
+export * from './frames.js';

@@ -20,7 +20,7 @@ import {
 } from '../../src/protocol/errors.js';
 import { EventSequence, FencingToken, SessionId, WorkerId } from '../../src/protocol/ids.js';
 import { MAX_BATCH_EVENTS } from '../../src/protocol/limits.js';
-import { STATUS_BY_CODE } from '../../worker/http-errors.js';
+import { STATUS_BY_CODE } from '../../src/app/http-errors.js';
 import { api, readProblem } from './http-helpers.js';
 import { startLocalWorker, type LocalWorker } from './local-worker.js';
 

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { RECOVERY_MUTATIONS, type RecoveryMutation } from '../../src/adapters/durable-object/journal-rpc.js';
+import { RECOVERY_MUTATIONS, RECOVERY_OPERATIONS, type RecoveryMutation } from '../../src/protocol/recovery-operations.js';
 import { HttpDurableEventStore, errorFromProblemResponse } from '../../src/client.js';
 import { DurableSessionJournal, type DurableJournalCommand } from '../../src/core/journal/index.js';
 import type { DurableSessionProjection } from '../../src/core/projector/index.js';
@@ -29,7 +29,7 @@ import {
   recoveryCommandResponseSchema,
   startToolAttemptResponseSchema,
   turnRecoveryResponseSchema,
-} from '../../worker/schemas-recovery.js';
+} from '../../src/app/schemas-recovery.js';
 import { acceptedState, readAll, rejectionOf, seedSession, unknownToolState } from '../recovery/helpers.js';
 import { operationCases } from '../recovery/operation-cases.js';
 import { api, readProblem } from './http-helpers.js';
@@ -76,13 +76,13 @@ function steering(requestId: string, label: string): DurableEventDraft {
 }
 
 function responseSchemaOf(operation: RecoveryMutation) {
-  if (operation === 'start-tool-attempt') return startToolAttemptResponseSchema;
-  if (operation === 'prepare-turn-recovery') return turnRecoveryResponseSchema;
+  if (operation === 'startToolAttempt') return startToolAttemptResponseSchema;
+  if (operation === 'prepareTurnRecovery') return turnRecoveryResponseSchema;
   return recoveryCommandResponseSchema;
 }
 
-/** Every operation name with its coordinator method. */
-const MUTATIONS = Object.entries(RECOVERY_MUTATIONS) as Array<[RecoveryMutation, string]>;
+/** Every mutation with its URL path segment. */
+const MUTATIONS: Array<[string, RecoveryMutation]> = RECOVERY_MUTATIONS.map((method) => [RECOVERY_OPERATIONS[method].segment, method]);
 
 /**
  * A stand-in for a coordinator whose operations are the Worker's recovery routes, so the
@@ -101,7 +101,7 @@ function coordinatorOverRoutes(
       });
       options.statuses?.push(response.status);
       if (!response.ok) throw await errorFromProblemResponse(response);
-      return responseSchemaOf(operation).parse(await response.json());
+      return responseSchemaOf(method).parse(await response.json());
     };
   }
   // SAFETY: the operation cases call only the seven operation methods defined above.

@@ -8,7 +8,7 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { RunState } from '../../src/adapters/durable-object/durability-rpc.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { mintSessionToken, type TokenScope } from '../../worker/auth.js';
+import { mintSessionToken, type TokenScope } from '../../src/app/auth.js';
 import * as fixture from './fixtures/agents-worker.js';
 import { freshSession, TEST_AGENT, until } from './durability-helpers.js';
 

@@ -7,9 +7,9 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { SessionId } from '../../src/protocol/ids.js';
-import { createApp } from '../../worker/app.js';
-import { mintSessionToken } from '../../worker/auth.js';
-import { defineSessionRoute } from '../../worker/route-kit.js';
+import { createApp } from '../../src/app/app.js';
+import { mintSessionToken } from '../../src/app/auth.js';
+import { defineSessionRoute } from '../../src/app/route-kit.js';
 
 const echoBody = z.strictObject({ value: z.number().int() }).meta({ id: 'EchoRequest' });
 const echoResponse = z.strictObject({ sessionId: z.string(), value: z.number() }).meta({ id: 'EchoResponse' });

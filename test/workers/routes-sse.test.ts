@@ -6,8 +6,8 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { durableEventCursor } from '../../src/protocol/cursor.js';
-import { sessionObject } from '../../worker/session-rpc.js';
-import { sseResponse } from '../../worker/sse.js';
+import { sessionObject } from '../../src/app/session-rpc.js';
+import { sseResponse } from '../../src/app/sse.js';
 import { freshSessionId, markers } from './session-object-helpers.js';
 
 async function readAll(response: Response): Promise<string> {
@@ -27,7 +27,7 @@ function frames(text: string): Array<{ event: string; id: string | undefined; da
 describe('SSE stream built by the Worker', () => {
   it('replays, sends caught_up, then ends when its lifetime is over', async () => {
     const sessionId = freshSessionId('sse-life');
-    const object = sessionObject(env, sessionId);
+    const object = sessionObject(env.SESSIONS, sessionId);
     const appended = await object.append(sessionId, markers(2, 'life'));
     expect(appended.ok).toBe(true);
     const response = sseResponse({ object, sessionId, after: undefined, lifetimeMs: 150 });
@@ -41,7 +41,7 @@ describe('SSE stream built by the Worker', () => {
 
   it('resumes after a cursor and delivers live events until the end', async () => {
     const sessionId = freshSessionId('sse-resume');
-    const object = sessionObject(env, sessionId);
+    const object = sessionObject(env.SESSIONS, sessionId);
     const first = await object.append(sessionId, markers(3, 'before'));
     if (!first.ok) throw new Error('append failed');
     const second = first.value.events[1];

@@ -3,7 +3,7 @@
  * frame, fresh session names, and marker drafts.
  */
 import { env } from 'cloudflare:workers';
-import type { SubscriberMessage } from '../../src/adapters/durable-object/socket-protocol.js';
+import { parseSubscriptionFrame, type SubscriptionFrame } from '../../src/protocol/frames.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';
 import { RequestId, SessionId } from '../../src/protocol/ids.js';
 
@@ -33,17 +33,13 @@ export function sleep(ms: number): Promise<void> {
 
 /** The client end of one subscription, recording frames as they arrive. */
 export class TestSubscriber {
-  readonly frames: Array<SubscriberMessage | string> = [];
+  readonly frames: Array<SubscriptionFrame | string> = [];
   closed: { code: number; reason: string } | null = null;
 
   private constructor(readonly ws: WebSocket) {
     ws.addEventListener('message', (event) => {
       const text = typeof event.data === 'string' ? event.data : new TextDecoder().decode(event.data as ArrayBuffer);
-      try {
-        this.frames.push(JSON.parse(text) as SubscriberMessage);
-      } catch {
-        this.frames.push(text);
-      }
+      this.frames.push(parseSubscriptionFrame(text) ?? text);
     });
     ws.addEventListener('close', (event) => {
       this.closed = { code: event.code, reason: event.reason };
@@ -66,13 +62,13 @@ export class TestSubscriber {
   }
 
   /** JSON frames only, in order. */
-  get messages(): SubscriberMessage[] {
-    return this.frames.filter((frame): frame is SubscriberMessage => typeof frame !== 'string');
+  get messages(): SubscriptionFrame[] {
+    return this.frames.filter((frame): frame is SubscriptionFrame => typeof frame !== 'string');
   }
 
   /** The `event` frames, in order. */
-  get events(): Extract<SubscriberMessage, { type: 'event' }>[] {
-    return this.messages.filter((m): m is Extract<SubscriberMessage, { type: 'event' }> => m.type === 'event');
+  get events(): Extract<SubscriptionFrame, { type: 'event' }>[] {
+    return this.messages.filter((m): m is Extract<SubscriptionFrame, { type: 'event' }> => m.type === 'event');
   }
 
   /** Waits until `predicate` holds (polling), or fails after `timeoutMs`. */

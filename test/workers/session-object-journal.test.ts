@@ -10,11 +10,10 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';
+import { RECOVERY_MUTATIONS, type RecoveryMutation } from '../../src/protocol/recovery-operations.js';
 import {
-  RECOVERY_MUTATIONS,
   sessionJournalRpc,
   type RecoveryInputs,
-  type RecoveryMutation,
   type RecoveryResults,
   type RpcJournalCallOptions,
   type SessionProjectionResult,
@@ -57,7 +56,7 @@ async function projection(sessionId: SessionId) {
   return unwrapRpcResult<SessionProjectionResult>(await rpc(sessionId).projection(sessionId));
 }
 
-async function recover<O extends RecoveryMutation | 'plan-resume'>(
+async function recover<O extends RecoveryMutation | 'planResume'>(
   sessionId: SessionId,
   operation: O,
   input: RecoveryInputs[O],
@@ -79,8 +78,8 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
  */
 function coordinatorOverRpc(sessionId: SessionId, options?: RpcJournalCallOptions): DurableSessionRecoveryCoordinator {
   const methods: Record<string, (input: unknown) => Promise<unknown>> = {};
-  for (const [operation, method] of Object.entries(RECOVERY_MUTATIONS) as Array<[RecoveryMutation, string]>) {
-    methods[method] = (input) => recover(sessionId, operation, input as RecoveryInputs[RecoveryMutation], options);
+  for (const operation of RECOVERY_MUTATIONS) {
+    methods[operation] = (input) => recover(sessionId, operation, input as RecoveryInputs[RecoveryMutation], options);
   }
   // SAFETY: the operation cases call only the seven operation methods defined above.
   return methods as unknown as DurableSessionRecoveryCoordinator;
@@ -304,10 +303,10 @@ describe('SessionObject.recover: plan-resume and errors', () => {
   it('answers plan-resume read-only, with the head it decided on', async () => {
     const sessionId = freshSessionId('plan-resume');
     const head = await seedSession(store, sessionId, acceptedState().events);
-    const decision = await recover(sessionId, 'plan-resume', undefined);
+    const decision = await recover(sessionId, 'planResume', undefined);
     expect(decision).toMatchObject({ action: 'resume_accepted_request', headSequence: head, request: { requestId: 'req-a' } });
     expect(await store.getHeadSequence(sessionId)).toBe(head);
-    expect(await rpc(sessionId).recover(sessionId, 'plan-resume', { extra: 1 } as never)).toMatchObject({
+    expect(await rpc(sessionId).recover(sessionId, 'planResume', { extra: 1 } as never)).toMatchObject({
       ok: false,
       error: { code: 'DURABLE_EVENT_INVALID_INPUT' },
     });
@@ -316,13 +315,13 @@ describe('SessionObject.recover: plan-resume and errors', () => {
   it('keeps the coordinator error codes across RPC', async () => {
     const sessionId = freshSessionId('recover-errors');
     await seedSession(store, sessionId, unknownToolState().events);
-    const missing = await rpc(sessionId).recover(sessionId, 'reconcile-tool-outcome', {
+    const missing = await rpc(sessionId).recover(sessionId, 'reconcileToolOutcome', {
       commandId: CommandId('missing'),
       toolAttemptId: ToolAttemptId('no-such-tool'),
       outcome: { status: 'cancelled' },
     });
     expect(missing).toMatchObject({ ok: false, error: { code: 'DURABLE_RECOVERY_TARGET_NOT_FOUND' } });
-    const malformed = await rpc(sessionId).recover(sessionId, 'start-tool-attempt', {
+    const malformed = await rpc(sessionId).recover(sessionId, 'startToolAttempt', {
       commandId: CommandId('extra'),
       toolAttemptId: ToolAttemptId('tool-1'),
       sideEffect: 'pure',
@@ -362,14 +361,14 @@ describe('fencing', () => {
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
 
     const input = { commandId: CommandId('reconcile'), toolAttemptId: ToolAttemptId('tool-1'), outcome: { status: 'cancelled' as const } };
-    const lost = await rejectionOf(recover(sessionId, 'reconcile-tool-outcome', input, { executionFence: first }));
+    const lost = await rejectionOf(recover(sessionId, 'reconcileToolOutcome', input, { executionFence: first }));
     expect(lost).toBeInstanceOf(DurableExecutionLeaseError);
     expect(lost).toMatchObject({ code: 'DURABLE_EXECUTION_LEASE_LOST' });
-    expect(await rejectionOf(recover(sessionId, 'reconcile-tool-outcome', input))).toMatchObject({
+    expect(await rejectionOf(recover(sessionId, 'reconcileToolOutcome', input))).toMatchObject({
       code: 'DURABLE_EXECUTION_LEASE_REQUIRED',
     });
-    const done = await recover(sessionId, 'reconcile-tool-outcome', input, { executionFence: second });
+    const done = await recover(sessionId, 'reconcileToolOutcome', input, { executionFence: second });
     expect(done).toMatchObject({ status: 'committed', headSequence: head + 1 });
-    expect(await recover(sessionId, 'reconcile-tool-outcome', input, { executionFence: second })).toMatchObject({ status: 'reconciled' });
+    expect(await recover(sessionId, 'reconcileToolOutcome', input, { executionFence: second })).toMatchObject({ status: 'reconciled' });
   });
 });

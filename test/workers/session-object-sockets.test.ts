@@ -9,7 +9,7 @@ import { env } from 'cloudflare:workers';
 import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
-import { SUBSCRIBER_POLICY_CLOSE_CODE } from '../../src/adapters/durable-object/socket-protocol.js';
+import { SUBSCRIBER_POLICY_CLOSE_CODE } from '../../src/protocol/frames.js';
 import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../src/protocol/cursor.js';
 import { EventId, EventSequence } from '../../src/protocol/ids.js';
 import { freshSessionId, markers, stubFor, TestSubscriber } from './session-object-helpers.js';

@@ -7,7 +7,7 @@
  * `worker/index.ts` serves it. Exports are entry points only (workerd refuses anything else):
  * the default handler, the real `SessionObject` and the baseline `BareObject`.
  */
-import { createApp } from '../../../worker/app.js';
+import { createApp } from '../../../src/app/app.js';
 import { handleBenchRequest, type BenchEnv } from './bench-routes.js';
 
 const app = createApp();

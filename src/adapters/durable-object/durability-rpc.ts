@@ -15,6 +15,7 @@ import type {
   DurabilityRecordDraft,
   DurabilityRecordResult,
 } from '../../core/durability/ledger-contract.js';
+import type { SubscriberDurabilityFrame } from '../../protocol/frames.js';
 import type { DeliveryReceipt } from '../../core/durability/port-types.js';
 import type { JsonValue } from '../../protocol/json.js';
 import type { RpcResult } from './rpc.js';
@@ -104,12 +105,8 @@ export interface SessionObjectDurabilityRpc {
 
 /**
  * The WebSocket frame a session's subscribers receive for every durability record created in the
- * session (steps, sleeps, waits, deliveries, run progress), once it committed. It travels next to
- * the `event` / `caught_up` frames of `socket-protocol.ts`, which are unchanged; it carries no
- * cursor (records have their own `sequence`) and is not replayed on connect — read the ledger
- * (`readDurability`) for history.
+ * session (steps, sleeps, waits, deliveries, run progress), once it committed: the `durability`
+ * row of `src/protocol/frames.ts`, with the record typed. It carries no cursor (records have their
+ * own `sequence`) and is not replayed on connect — read the ledger (`readDurability`) for history.
  */
-export interface SubscriberDurabilityMessage {
-  type: 'durability';
-  record: DurabilityRecord;
-}
+export type SubscriberDurabilityMessage = SubscriberDurabilityFrame<DurabilityRecord>;

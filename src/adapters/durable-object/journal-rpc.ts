@@ -6,8 +6,8 @@
  * Worker holding the binding) gets command idempotency, preview, head pinning and the recovery
  * rules in one round trip instead of one per store call.
  *
- * - Recovery operations are named in kebab-case ({@link RECOVERY_OPERATIONS}), one per
- *   coordinator method; `plan-resume` is the read-only one.
+ * - Recovery operations are the rows of `RECOVERY_OPERATIONS` (src/protocol/recovery-operations.ts),
+ *   named like the coordinator methods; each input and result type is the method's own.
  * - Every method answers with an `RpcResult` envelope (see `rpc.ts`), so domain errors keep their
  *   class and code across RPC.
  * - A fence (`executionFence`) travels beside the input, never inside it: the coordinator's
@@ -15,85 +15,28 @@
  */
 import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';
 import type { DurableRecoveryPlan, DurableSessionProjection } from '../../core/projector/projection-types.js';
-import type {
-  DurableRecoveryCommandResult,
-  DurableResumeDecision,
-  DurableStartToolAttemptResult,
-  DurableTurnRecoveryResult,
-  PrepareRequestRecoveryInput,
-  PrepareTurnRecoveryInput,
-  ReconcileModelOutcomeInput,
-  ReconcileRequestOutcomeInput,
-  ReconcileToolOutcomeInput,
-  ResolvePermissionInput,
-  StartToolAttemptInput,
-} from '../../core/recovery/coordinator-types.js';
+import type { DurableSessionRecoveryCoordinator } from '../../core/recovery/coordinator.js';
+import type { DurableResumeDecision } from '../../core/recovery/coordinator-types.js';
 import type { DurableExecutionFence } from '../../core/store.js';
 import type { EventSequence } from '../../protocol/ids.js';
+import type { RecoveryMutation, RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { RpcResult } from './rpc.js';
 
-/** Recovery operations that commit one command, by kebab-case name -> coordinator method. */
-export const RECOVERY_MUTATIONS = {
-  'reconcile-tool-outcome': 'reconcileToolOutcome',
-  'reconcile-model-outcome': 'reconcileModelOutcome',
-  'resolve-permission': 'resolvePermission',
-  'start-tool-attempt': 'startToolAttempt',
-  'prepare-request-recovery': 'prepareRequestRecovery',
-  'prepare-turn-recovery': 'prepareTurnRecovery',
-  'reconcile-request-outcome': 'reconcileRequestOutcome',
-} as const;
-
-/** A recovery operation that commits a command. */
-export type RecoveryMutation = keyof typeof RECOVERY_MUTATIONS;
-
-/** The read-only recovery operation. */
-export const PLAN_RESUME_OPERATION = 'plan-resume';
-
-/** Every recovery operation name, mutations first. */
-export const RECOVERY_OPERATIONS = [
-  ...(Object.keys(RECOVERY_MUTATIONS) as RecoveryMutation[]),
-  PLAN_RESUME_OPERATION,
-] as const;
-
-/** Any recovery operation name. */
-export type RecoveryOperation = RecoveryMutation | typeof PLAN_RESUME_OPERATION;
-
-/** True when `value` names a recovery operation. */
-export function isRecoveryOperation(value: unknown): value is RecoveryOperation {
-  return typeof value === 'string' && (RECOVERY_OPERATIONS as readonly string[]).includes(value);
-}
-
-/** True when `value` names a recovery operation that commits a command. */
-export function isRecoveryMutation(value: unknown): value is RecoveryMutation {
-  return typeof value === 'string' && Object.hasOwn(RECOVERY_MUTATIONS, value);
-}
-
-/** Result of `plan-resume`: the coordinator's decision and the head it was taken on. */
+/** Result of `planResume`: the coordinator's decision and the head it was taken on. */
 export type PlanResumeResult = DurableResumeDecision & { headSequence: EventSequence | null };
 
-/** Input of each recovery operation (`plan-resume` takes none). */
-export interface RecoveryInputs {
-  'reconcile-tool-outcome': ReconcileToolOutcomeInput;
-  'reconcile-model-outcome': ReconcileModelOutcomeInput;
-  'resolve-permission': ResolvePermissionInput;
-  'start-tool-attempt': StartToolAttemptInput;
-  'prepare-request-recovery': PrepareRequestRecoveryInput;
-  'prepare-turn-recovery': PrepareTurnRecoveryInput;
-  'reconcile-request-outcome': ReconcileRequestOutcomeInput;
-  'plan-resume': Record<string, never> | undefined;
-}
+/**
+ * Input of each recovery operation, taken from the coordinator method of the same name
+ * (`planResume` takes none).
+ */
+export type RecoveryInputs = {
+  [O in RecoveryMutation]: Parameters<DurableSessionRecoveryCoordinator[O]>[0];
+} & { planResume: Record<string, never> | undefined };
 
-/** Result of each recovery operation. */
-export interface RecoveryResults {
-  'reconcile-tool-outcome': DurableRecoveryCommandResult;
-  'reconcile-model-outcome': DurableRecoveryCommandResult;
-  'resolve-permission': DurableRecoveryCommandResult;
-  'start-tool-attempt': DurableStartToolAttemptResult;
-  'prepare-request-recovery': DurableRecoveryCommandResult;
-  'prepare-turn-recovery': DurableTurnRecoveryResult;
-  'reconcile-request-outcome': DurableRecoveryCommandResult;
-  'plan-resume': PlanResumeResult;
-}
+/** Result of each recovery operation, taken from the coordinator method of the same name. */
+export type RecoveryResults = {
+  [O in RecoveryMutation]: Awaited<ReturnType<DurableSessionRecoveryCoordinator[O]>>;
+} & { planResume: PlanResumeResult };
 
 /** Options of a journal or recovery call that cross RPC. */
 export interface RpcJournalCallOptions {

@@ -37,7 +37,8 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
-import { isRecord, leaseFailures, malformed, sessionSegment, storeFailures, type FailureKinds } from './request-helpers.js';
+import { isRecord, leaseFailures, malformed, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
 import { WebSocketWatch, type WebSocketConstructorLike } from './websocket-watch.js';
 
 /** Default deadline of one HTTP call. */
@@ -120,7 +121,7 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (WebSocketClass !== undefined) {
       this.watch = (sessionId, listener) => {
         const id = checkSessionId(sessionId);
-        sessionSegment(id);
+        sessionPath(HTTP_PATHS.subscribe, id); // refuses a dot-segment id up front
         const watch = WebSocketWatch.start({
           sessionId: id,
           listener,
@@ -147,7 +148,7 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     drafts: readonly DurableEventDraft[],
     options: DurableAppendOptions = {},
   ): Promise<DurableAppendResult> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     const events = validateDraftBatch(drafts);
     const expected = checkExpectedLastSequence(options.expectedLastSequence);
     const body: Record<string, unknown> = { events };
@@ -155,7 +156,7 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (options.executionFence !== undefined) body['executionFence'] = options.executionFence;
     const result = await this.#request({
       method: 'POST',
-      path: `v1/sessions/${segment}/events`,
+      path: sessionPath(HTTP_PATHS.events, id),
       body,
       signal: options.signal,
       failures: storeFailures('DURABLE_EVENT_WRITE_FAILED', 'append'),
@@ -170,13 +171,13 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   }
 
   async read(sessionId: SessionId, options: DurableReadOptions = {}): Promise<DurableReadResult> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     const plan = planRead(options);
     const query: Record<string, string> = { limit: String(plan.limit) };
     if (plan.after !== undefined) query['after'] = String(plan.after);
     const result = await this.#request({
       method: 'GET',
-      path: `v1/sessions/${segment}/events`,
+      path: sessionPath(HTTP_PATHS.events, id),
       query,
       signal: options.signal,
       failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'read'),
@@ -189,10 +190,10 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   }
 
   async getHeadSequence(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<EventSequence | null> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     const result = await this.#request({
       method: 'GET',
-      path: `v1/sessions/${segment}/head`,
+      path: sessionPath(HTTP_PATHS.head, id),
       signal: options.signal,
       failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'getHeadSequence'),
     });
@@ -206,12 +207,12 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     sessionId: SessionId,
     options: DurableLeaseAcquireOptions,
   ): Promise<DurableExecutionLeaseRecord> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     const leaseId = typeof options.leaseId === 'string' ? options.leaseId : undefined;
     return this.#leaseRecord(
       await this.#request({
         method: 'POST',
-        path: `v1/sessions/${segment}/lease/acquire`,
+        path: sessionPath(HTTP_PATHS.leaseAcquire, id),
         body: { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs },
         signal: options.signal,
         failures: leaseFailures('acquireExecutionLease', leaseId),
@@ -225,11 +226,11 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     fence: DurableExecutionFence,
     options: DurableLeaseRenewOptions,
   ): Promise<DurableExecutionLeaseRecord> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     return this.#leaseRecord(
       await this.#request({
         method: 'POST',
-        path: `v1/sessions/${segment}/lease/renew`,
+        path: sessionPath(HTTP_PATHS.leaseRenew, id),
         body: { fence, ttlMs: options.ttlMs },
         signal: options.signal,
         failures: leaseFailures('renewExecutionLease', fence?.leaseId),
@@ -243,10 +244,10 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     fence: DurableExecutionFence,
     options: DurableStoreCallOptions = {},
   ): Promise<void> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     await this.#request({
       method: 'POST',
-      path: `v1/sessions/${segment}/lease/release`,
+      path: sessionPath(HTTP_PATHS.leaseRelease, id),
       body: { fence },
       signal: options.signal,
       failures: leaseFailures('releaseExecutionLease', fence?.leaseId),
@@ -258,10 +259,10 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     fence: DurableExecutionFence,
     options: DurableStoreCallOptions = {},
   ): Promise<void> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     await this.#request({
       method: 'POST',
-      path: `v1/sessions/${segment}/lease/assert`,
+      path: sessionPath(HTTP_PATHS.leaseAssert, id),
       body: { fence },
       signal: options.signal,
       failures: leaseFailures('assertExecutionLease', fence?.leaseId),
@@ -285,10 +286,10 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     signal: AbortSignal | undefined,
     what: string,
   ): Promise<{ lease: unknown; requiresExecutionLease: boolean }> {
-    const segment = sessionSegment(checkSessionId(sessionId));
+    const id = checkSessionId(sessionId);
     const result = await this.#request({
       method: 'GET',
-      path: `v1/sessions/${segment}/lease`,
+      path: sessionPath(HTTP_PATHS.lease, id),
       signal,
       failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', what),
     });
@@ -313,7 +314,7 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   }
 
   #subscribeUrl(sessionId: SessionId, after: string | undefined): URL {
-    const url = this.#url(`v1/sessions/${sessionSegment(sessionId)}/subscribe`, after === undefined ? {} : { after });
+    const url = this.#url(sessionPath(HTTP_PATHS.subscribe, sessionId), after === undefined ? {} : { after });
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     return url;
   }

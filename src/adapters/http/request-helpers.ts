@@ -3,6 +3,7 @@
  * (transport failure, deadline), the session id as a URL path segment, and body shape checks.
  */
 import { DurableEventStoreError, DurableExecutionLeaseTimeoutError, type DurableError } from '../../protocol/errors.js';
+import { httpPath } from '../../protocol/http-paths.js';
 import type { SessionId } from '../../protocol/ids.js';
 
 /** How a call reports the failures that leave its outcome unknown. */
@@ -39,15 +40,20 @@ export function leaseFailures(what: string, leaseId: string | undefined): Failur
   };
 }
 
-/** The session id as one URL path segment; `.` and `..` cannot be one (URLs collapse them). */
-export function sessionSegment(sessionId: SessionId): string {
+/**
+ * The path of a session route (from `HTTP_PATHS`), relative to the client's base URL (no leading
+ * `/`, so a base path prefix is kept). The session id is one percent-encoded segment; `.` and `..`
+ * cannot be one (URLs collapse them).
+ */
+export function sessionPath(template: `/v1/sessions/{sessionId}${string}`, sessionId: SessionId): string {
   if (sessionId === '.' || sessionId === '..') {
     throw new DurableEventStoreError(
       'DURABLE_EVENT_INVALID_INPUT',
       `sessionId ${JSON.stringify(sessionId)} cannot be addressed over HTTP (URL dot segment)`,
     );
   }
-  return encodeURIComponent(sessionId);
+  // SAFETY: the template's only placeholder is {sessionId} (the callers pass HTTP_PATHS entries).
+  return httpPath(template, { sessionId } as never).slice(1);
 }
 
 export function malformed(what: string): DurableEventStoreError {

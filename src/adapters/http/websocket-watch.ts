@@ -20,6 +20,7 @@
  * `close()` closes the socket and stops reconnecting.
  */
 import { durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
+import { parseSubscriptionFrame, type SubscriptionFrame } from '../../protocol/frames.js';
 import { durableErrorFromJson } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
@@ -194,31 +195,24 @@ export class WebSocketWatch {
   }
 
   #onFrame(text: string): void {
-    if (text === 'pong') return;
-    let message: unknown;
+    let frame: SubscriptionFrame | undefined;
     try {
-      message = JSON.parse(text);
+      frame = parseSubscriptionFrame(text);
     } catch {
-      return;
+      return; // a malformed frame of a known kind: ignore it, like an unknown kind
     }
-    if (typeof message !== 'object' || message === null) return;
-    const frame = message as {
-      type?: unknown;
-      cursor?: unknown;
-      event?: { sequence?: unknown; recordedAt?: unknown };
-      headSequence?: unknown;
-    };
-    if (frame.type === 'event' && typeof frame.cursor === 'string' && typeof frame.event?.sequence === 'number') {
+    if (frame === undefined) return;
+    if (frame.type === 'event') {
       this.#cursor = frame.cursor;
       this.#backoffMs = WATCH_MIN_BACKOFF_MS;
-      this.#onEventFrame(frame.event.sequence as EventSequence, frame.event.recordedAt);
+      this.#onEventFrame(frame.event.sequence, frame.event.recordedAt);
     } else if (frame.type === 'caught_up') {
       this.#backoffMs = WATCH_MIN_BACKOFF_MS;
       this.#flush();
-      if (typeof frame.headSequence === 'number') this.observe(frame.headSequence as EventSequence);
+      if (frame.headSequence !== null) this.observe(frame.headSequence);
     } else if (frame.type === 'error') {
       this.#flush();
-      const error = durableErrorFromJson(message as { code?: unknown; message?: unknown });
+      const error = durableErrorFromJson(frame);
       this.#report(error);
       // The cursor no longer anchors in the log: resubscribe from the current head.
       if (error.code === 'DURABLE_EVENT_SUBSCRIPTION_INVALID' || error.code === 'DURABLE_EVENT_INVALID_CURSOR') {

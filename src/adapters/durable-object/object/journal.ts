@@ -6,7 +6,7 @@
  *    (checked synchronously against the object's storage); without one, a session that has
  *    lease state is refused with `DURABLE_EXECUTION_LEASE_REQUIRED` (the lease rule is sticky,
  *    and a replayed command appends nothing, so the append's own fence check would not catch it).
- *    Read-only calls (`projection`, `plan-resume`) need no fence.
+ *    Read-only calls (`projection`, `planResume`) need no fence.
  * 2. Cached instances. The object keeps one `DurableSessionJournal` and one
  *    `DurableSessionRecoveryCoordinator` per fence: one unfenced pair, and one pair for the most
  *    recent fence (a new fence replaces it). Each is opened once, from the start of the log, and
@@ -19,16 +19,7 @@
  *    lease, an unexpected error) the instance is dropped; the next call reopens it from the
  *    log, which inside the object is authoritative (a failed SQL transaction wrote nothing).
  */
-import {
-  PLAN_RESUME_OPERATION,
-  isRecoveryMutation,
-  isRecoveryOperation,
-  type PlanResumeResult,
-  type RecoveryMutation,
-  type RecoveryResults,
-  type RpcJournalCallOptions,
-  type SessionProjectionResult,
-} from '../journal-rpc.js';
+import type { PlanResumeResult, RpcJournalCallOptions, SessionProjectionResult } from '../journal-rpc.js';
 import type { SqlDurableEventStore } from '../../sql/sql-store.js';
 import { DurableSessionJournal } from '../../../core/journal/journal.js';
 import type {
@@ -37,15 +28,6 @@ import type {
   DurableJournalExecutionLease,
 } from '../../../core/journal/journal-options.js';
 import { DurableSessionRecoveryCoordinator } from '../../../core/recovery/coordinator.js';
-import type {
-  PrepareRequestRecoveryInput,
-  PrepareTurnRecoveryInput,
-  ReconcileModelOutcomeInput,
-  ReconcileRequestOutcomeInput,
-  ReconcileToolOutcomeInput,
-  ResolvePermissionInput,
-  StartToolAttemptInput,
-} from '../../../core/recovery/coordinator-types.js';
 import type { DurableExecutionFence } from '../../../core/store.js';
 import {
   DurableEventStoreError,
@@ -54,6 +36,7 @@ import {
   isDurableError,
 } from '../../../protocol/errors.js';
 import type { SessionId } from '../../../protocol/ids.js';
+import { PLAN_RESUME_OPERATION, isRecoveryMutation, isRecoveryOperation } from '../../../protocol/recovery-operations.js';
 
 /** One journal + coordinator pair, bound to one fence (or to none). */
 interface Slot {
@@ -65,23 +48,6 @@ interface Slot {
   journal: DurableSessionJournal | null;
   coordinator: DurableSessionRecoveryCoordinator | null;
 }
-
-type MutationRunner<O extends RecoveryMutation> = (
-  coordinator: DurableSessionRecoveryCoordinator,
-  input: unknown,
-) => Promise<RecoveryResults[O]>;
-
-// SAFETY (every cast below): the input is untrusted data; each coordinator method parses its
-// argument strictly at run time and refuses anything malformed before touching the store.
-const MUTATIONS: { [O in RecoveryMutation]: MutationRunner<O> } = {
-  'reconcile-tool-outcome': (c, input) => c.reconcileToolOutcome(input as ReconcileToolOutcomeInput),
-  'reconcile-model-outcome': (c, input) => c.reconcileModelOutcome(input as ReconcileModelOutcomeInput),
-  'resolve-permission': (c, input) => c.resolvePermission(input as ResolvePermissionInput),
-  'start-tool-attempt': (c, input) => c.startToolAttempt(input as StartToolAttemptInput),
-  'prepare-request-recovery': (c, input) => c.prepareRequestRecovery(input as PrepareRequestRecoveryInput),
-  'prepare-turn-recovery': (c, input) => c.prepareTurnRecovery(input as PrepareTurnRecoveryInput),
-  'reconcile-request-outcome': (c, input) => c.reconcileRequestOutcome(input as ReconcileRequestOutcomeInput),
-};
 
 function invalidInput(message: string): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
@@ -113,7 +79,7 @@ function fenceKey(fence: DurableExecutionFence): string {
   return JSON.stringify([fence.leaseId, fence.ownerId, fence.fencingToken]);
 }
 
-/** True for an empty `plan-resume` input (`undefined`, `null` or `{}`). */
+/** True for an empty `planResume` input (`undefined`, `null` or `{}`). */
 function isEmptyInput(input: unknown): boolean {
   if (input === undefined || input === null) return true;
   return typeof input === 'object' && !Array.isArray(input) && Object.keys(input).length === 0;
@@ -157,22 +123,23 @@ export class SessionJournalHost {
     });
   }
 
-  /** Runs one recovery operation (kebab-case name) on the session's coordinator. */
+  /** Runs one recovery operation (a row of `RECOVERY_OPERATIONS`) on the session's coordinator. */
   recover(sessionId: SessionId, operation: unknown, input: unknown, options?: RpcJournalCallOptions): Promise<unknown> {
     return this.#enqueue(sessionId, async () => {
       if (!isRecoveryOperation(operation)) {
         throw invalidInput(`unknown recovery operation ${JSON.stringify(String(operation).slice(0, 64))}`);
       }
       if (operation === PLAN_RESUME_OPERATION) {
-        if (!isEmptyInput(input)) throw invalidInput('plan-resume takes no input');
+        if (!isEmptyInput(input)) throw invalidInput('planResume takes no input');
         fenceOf(options);
         return this.#planResume(sessionId);
       }
       if (!isRecoveryMutation(operation)) throw invalidInput(`unknown recovery operation ${operation}`);
       const slot = this.#gate(sessionId, fenceOf(options));
       const coordinator = await this.#coordinatorOf(slot, sessionId);
-      const run = MUTATIONS[operation] as MutationRunner<RecoveryMutation>;
-      return this.#watch(slot, 'coordinator', () => run(coordinator, input));
+      // SAFETY: the input is untrusted data; every coordinator method parses its argument strictly
+      // at run time and refuses anything malformed before touching the store.
+      return this.#watch(slot, 'coordinator', () => coordinator[operation](input as never));
     });
   }
 

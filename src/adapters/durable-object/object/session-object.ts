@@ -46,7 +46,7 @@ import type {
   ToolCallState,
 } from '../durability-rpc.js';
 import { appendReceiptOf } from '../append-receipt.js';
-import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../socket-protocol.js';
+import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../../../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../storage-sql-driver.js';
 import type { SqlLedger, SqlStoreTestHooks } from '../../sql/sql-ledger.js';
 import { SqlDurableEventStore } from '../../sql/sql-store.js';
@@ -72,9 +72,9 @@ import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers
 import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
 import { SessionJournalHost } from './journal.js';
+import type { RecoveryOperation } from '../../../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
-  RecoveryOperation,
   RecoveryResults,
   RpcJournalCallOptions,
   SessionObjectJournalRpc,

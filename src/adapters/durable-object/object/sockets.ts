@@ -19,11 +19,8 @@
  * from the log. Sending never waits: a socket whose send throws is closed and dropped.
  */
 import type { SqlLedger } from '../../sql/sql-ledger.js';
-import {
-  SUBSCRIBER_POLICY_CLOSE_CODE,
-  SUBSCRIBER_REPLAY_PAGE_SIZE,
-  type SubscriberMessage,
-} from '../socket-protocol.js';
+import { SUBSCRIBER_REPLAY_PAGE_SIZE } from '../socket-protocol.js';
+import { SUBSCRIBER_POLICY_CLOSE_CODE, type SubscriberMessage } from '../../../protocol/frames.js';
 import { DurableError, DurableEventSubscriptionError } from '../../../protocol/errors.js';
 import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../../protocol/events.js';

@@ -2,8 +2,9 @@
  * Session-scoped advisory lock on the `.jsonl.lock` sidecar.
  *
  * 1. The native addon (`fs-native-extensions`) is imported lazily, on the first store
- *    operation, so importing this package never needs it. If it cannot load, every operation
- *    fails closed with `DURABLE_EVENT_LOCK_FAILED`.
+ *    operation, so importing this package never needs it (it is an optional peer dependency).
+ *    If it cannot load, every operation fails closed with `DURABLE_EVENT_LOCK_FAILED`; when it
+ *    is not installed the message says which package to install (`details.missingPackage`).
  * 2. The lock is exclusive and belongs to an open descriptor of the sidecar (an open-file-
  *    description lock on Linux, `flock` on macOS, `LockFileEx` on Windows): the kernel drops it
  *    when the process dies, while a paused but live holder keeps it. The sidecar's existence
@@ -14,7 +15,7 @@
  */
 import { closeSync, constants, openSync } from 'node:fs';
 import { abortReason } from '../../../core/abort.js';
-import { DurableEventStoreError } from '../../../protocol/errors.js';
+import { DurableEventStoreError, type DurableErrorDetails } from '../../../protocol/errors.js';
 
 /** The part of `fs-native-extensions` this store uses. */
 export interface LockAddon {
@@ -31,8 +32,11 @@ const LOCK_ADDON_PACKAGE = 'fs-native-extensions';
 
 let addon: Promise<LockAddon> | undefined;
 
-function lockFailed(message: string, cause?: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_LOCK_FAILED', message, cause === undefined ? {} : { cause });
+function lockFailed(message: string, cause?: unknown, details?: DurableErrorDetails): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_LOCK_FAILED', message, {
+    ...(cause === undefined ? {} : { cause }),
+    ...(details === undefined ? {} : { details }),
+  });
 }
 
 function isLockAddon(value: unknown): value is LockAddon {
@@ -45,11 +49,21 @@ async function importAddon(): Promise<LockAddon> {
   try {
     loaded = await import(LOCK_ADDON_PACKAGE);
   } catch (error) {
-    throw lockFailed(`the native advisory lock addon (${LOCK_ADDON_PACKAGE}) could not load`, error);
+    const code = (error as { code?: unknown } | null)?.code;
+    const missing = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND';
+    throw lockFailed(
+      missing
+        ? `JsonlDurableEventStore needs the optional peer dependency ${LOCK_ADDON_PACKAGE} (its advisory file lock), which is not installed: run \`npm install ${LOCK_ADDON_PACKAGE}\``
+        : `the native advisory lock addon (${LOCK_ADDON_PACKAGE}) could not load`,
+      error,
+      { missingPackage: LOCK_ADDON_PACKAGE },
+    );
   }
   const candidate = (loaded as { default?: unknown }).default ?? loaded;
   if (!isLockAddon(candidate)) {
-    throw lockFailed(`${LOCK_ADDON_PACKAGE} does not provide tryLock/unlock on this platform`);
+    throw lockFailed(`${LOCK_ADDON_PACKAGE} does not provide tryLock/unlock on this platform`, undefined, {
+      missingPackage: LOCK_ADDON_PACKAGE,
+    });
   }
   return candidate;
 }

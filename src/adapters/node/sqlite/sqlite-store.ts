@@ -18,13 +18,14 @@
  * connections' writes by polling `PRAGMA data_version`, only while someone watches.
  */
 import { closeSync, openSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { EventSequence, SessionId } from '../../../protocol/ids.js';
 import { migrateSqlSchema } from '../../sql/schema.js';
 import { SqlDurableEventStore } from '../../sql/sql-store.js';
 import type { SqlStoreTestHooks } from '../../sql/sql-ledger.js';
 import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
+import { loadBetterSqlite3, type BetterSqlite3Constructor } from './load-better-sqlite3.js';
 
 /** Default bound on waiting for another connection's write lock. */
 export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 10_000;
@@ -51,13 +52,13 @@ function checkMs(name: string, value: number | undefined, fallback: number, min:
   return value;
 }
 
-function openDatabase(filename: string, busyTimeoutMs: number): Database.Database {
+function openDatabase(BetterSqlite3: BetterSqlite3Constructor, filename: string, busyTimeoutMs: number): Database.Database {
   if (filename !== ':memory:') {
     // Create the file owner-only before SQLite does: events hold sensitive inputs and outputs.
     // SQLite gives its -wal and -shm files the same permissions.
     closeSync(openSync(filename, 'a', 0o600));
   }
-  const db = new Database(filename, { timeout: busyTimeoutMs });
+  const db = new BetterSqlite3(filename, { timeout: busyTimeoutMs });
   try {
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     db.pragma('journal_mode = WAL');
@@ -71,9 +72,11 @@ function openDatabase(filename: string, busyTimeoutMs: number): Database.Databas
 
 /** Opens the connection and migrates the schema; closes the connection again on any failure. */
 function openStore(filename: string, busyTimeoutMs: number): { db: Database.Database; driver: BetterSqlite3Driver } {
+  // Missing or broken better-sqlite3 is its own error (it names the package to install).
+  const BetterSqlite3 = loadBetterSqlite3();
   let db: Database.Database;
   try {
-    db = openDatabase(filename, busyTimeoutMs);
+    db = openDatabase(BetterSqlite3, filename, busyTimeoutMs);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `cannot open SQLite store: ${message}`, {

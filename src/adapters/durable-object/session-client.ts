@@ -1,0 +1,130 @@
+/**
+ * `sessionClient`: the session object over RPC, for user code, with plain values and typed errors.
+ *
+ * The object's RPC methods answer with `RpcResult` envelopes (domain errors lose their class and
+ * fields when thrown across Durable Object RPC, so the envelope carries them as JSON). That is a
+ * transport detail: {@link sessionClient} binds one session, unwraps every answer and rethrows
+ * failures as the original error classes with their codes. A call that fails in transit (object
+ * reset, overload) throws the error of an uncertain outcome:
+ * - `commit` / `recover` mutations: `DurableCommandOutcomeUnknownError` (resubmit the same command);
+ * - other writes (`append`, leases, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
+ * - reads: `DURABLE_EVENT_UNAVAILABLE`.
+ *
+ * Runtime-neutral (no `cloudflare:*`): the namespace is structural.
+ *
+ * @example
+ * const session = sessionClient(env.AGENTS, SessionId('session-1'));
+ * const { recoveryPlan } = await session.projection();
+ * await session.recover('resolvePermission', { commandId, permissionRequestId, decision: 'allow' });
+ */
+import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
+import type { CommandId, SessionId } from '../../protocol/ids.js';
+import { isRecoveryMutation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
+import type { SessionObjectNamespaceLike } from './durable-object-store.js';
+import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
+import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
+import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
+
+/** Every RPC method of the session object. */
+type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;
+
+/** One RPC method without its leading `sessionId` and its envelope. */
+type Unwrapped<M> = M extends (sessionId: string, ...args: infer A) => Promise<RpcResult<infer R>>
+  ? (...args: A) => Promise<R>
+  : never;
+
+/**
+ * The session object's RPC methods bound to one session: each takes the method's arguments after
+ * `sessionId` and resolves with the plain value (or rejects with the typed error).
+ */
+export type SessionObjectClient = {
+  readonly [K in Exclude<keyof SessionObjectRpcMethods, 'recover'>]: Unwrapped<SessionObjectRpcMethods[K]>;
+} & {
+  /** The session this client is bound to. */
+  readonly sessionId: SessionId;
+  /** Runs one recovery operation (a row of `RECOVERY_OPERATIONS`) on the session's coordinator. */
+  recover<O extends RecoveryOperation>(
+    operation: O,
+    input: RecoveryInputs[O],
+    options?: RpcJournalCallOptions,
+  ): Promise<RecoveryResults[O]>;
+};
+
+/** Methods whose transport failure leaves a write's outcome unknown. */
+const WRITES = new Set<string>([
+  'append',
+  'appendJson',
+  'acquireExecutionLease',
+  'renewExecutionLease',
+  'releaseExecutionLease',
+  'recordDurability',
+  'startToolCall',
+  'runToolCall',
+  'deliver',
+]);
+
+function commandIdOf(value: unknown): CommandId | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const id = (value as { commandId?: unknown }).commandId;
+  // SAFETY: only used in an error message and its details.
+  return typeof id === 'string' ? (id as CommandId) : undefined;
+}
+
+function transportFailure(method: string, args: readonly unknown[], cause: unknown): DurableError {
+  const commandId =
+    method === 'commit' ? commandIdOf(args[0]) : method === 'recover' && isRecoveryMutation(args[0]) ? commandIdOf(args[1]) : undefined;
+  if (commandId !== undefined) {
+    return new DurableCommandOutcomeUnknownError(
+      `${method}: the session object did not answer; the outcome of command ${commandId} is unknown (resubmit the same command to reconcile)`,
+      { cause, details: { commandId } },
+    );
+  }
+  if (WRITES.has(method)) {
+    return new DurableEventStoreError(
+      'DURABLE_EVENT_WRITE_FAILED',
+      `${method}: the session object did not answer; the write may or may not have happened`,
+      { cause },
+    );
+  }
+  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${method}: the session object did not answer`, { cause });
+}
+
+/**
+ * The session object of `sessionId` in `namespace` (a `DurableObjectNamespace` of `SessionObject`
+ * or a subclass), with plain results and typed errors. See the module header.
+ */
+export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: SessionId): SessionObjectClient {
+  // SAFETY: `get` accepts what `idFromName` of the same namespace returns; the stub forwards the
+  // SessionObject's public methods, each answering with an envelope.
+  const stub = namespace.get(namespace.idFromName(sessionId) as never) as unknown as Record<
+    string,
+    (...args: unknown[]) => Promise<unknown>
+  >;
+  const methods = new Map<string, (...args: unknown[]) => Promise<unknown>>();
+  const call =
+    (method: string) =>
+    async (...args: unknown[]): Promise<unknown> => {
+      let result: unknown;
+      try {
+        // A member call: on a Workers RPC stub, `stub[method].call(...)` would name a remote `call`.
+        result = await stub[method]!(sessionId, ...args);
+      } catch (cause) {
+        throw transportFailure(method, args, cause);
+      }
+      return unwrapRpcResult(result);
+    };
+  // SAFETY: every property but `sessionId` is an RPC method of the object (see SessionObjectRpcMethods);
+  // a Proxy keeps the list in one place (the interfaces) instead of a hand-written wrapper per method.
+  return new Proxy({} as SessionObjectClient, {
+    get(_target, property) {
+      if (property === 'sessionId') return sessionId;
+      if (typeof property !== 'string' || property === 'then') return undefined;
+      let method = methods.get(property);
+      if (method === undefined) {
+        method = call(property);
+        methods.set(property, method);
+      }
+      return method;
+    },
+  });
+}

@@ -1,0 +1,262 @@
+/**
+ * The OpenAPI 3.1 document, generated from the route declarations and their zod schemas.
+ *
+ * 1. Every {@link RouteSpec} becomes one operation: path and query parameters, the JSON request
+ *    body, the success response, extra responses (WebSocket upgrade, event stream), and one
+ *    problem+json response per status its documented error codes map to (plus 401/403 when a
+ *    token is needed). Nothing is written by hand, so a new route is documented by declaring it.
+ * 2. Schemas go through zod 4's `z.toJSONSchema` (JSON Schema 2020-12, the dialect of OpenAPI
+ *    3.1). Schemas carrying a `.meta({ id })` become `components.schemas` entries referenced by
+ *    `$ref`; the protocol's `z.custom` ids, sequences, timestamps and JSON values, which JSON Schema
+ *    cannot derive, get their documented shape from {@link CUSTOM_SCHEMAS}.
+ */
+import { z } from 'zod';
+import {
+  commandIdSchema,
+  eventIdSchema,
+  eventSequenceSchema,
+  inputIdSchema,
+  modelAttemptIdSchema,
+  permissionRequestIdSchema,
+  requestIdSchema,
+  sessionIdSchema,
+  timestampSchema,
+  toolAttemptIdSchema,
+  turnIdSchema,
+} from '../protocol/events.js';
+import { MAX_ID_LENGTH } from '../protocol/ids.js';
+import { jsonObjectSchema, jsonValueSchema } from '../protocol/json.js';
+import { PROBLEM_CONTENT_TYPE } from '../adapters/http/problem.js';
+import { ACCESS_TOKEN_QUERY } from './auth.js';
+import { HttpStatus, statusOfCode } from './http-errors.js';
+import type { RouteSpec } from './route-kit.js';
+import { fencingTokenSchema, leaseIdSchema, problemSchema, workerIdSchema } from './schemas.js';
+
+/** A JSON Schema object (as produced by zod). */
+export type JsonSchema = Record<string, unknown>;
+
+/** The generated document (only the members this API uses are typed). */
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description?: string };
+  jsonSchemaDialect: string;
+  tags: Array<{ name: string }>;
+  paths: Record<string, Record<string, JsonSchema>>;
+  components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, JsonSchema> };
+}
+
+const ID_JSON: JsonSchema = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH };
+
+/** JSON Schema of the `z.custom` schemas the API uses. */
+const CUSTOM_SCHEMAS = new Map<unknown, JsonSchema>([
+  ...[
+    sessionIdSchema,
+    requestIdSchema,
+    turnIdSchema,
+    commandIdSchema,
+    inputIdSchema,
+    modelAttemptIdSchema,
+    toolAttemptIdSchema,
+    permissionRequestIdSchema,
+    eventIdSchema,
+    workerIdSchema,
+    leaseIdSchema,
+  ].map((schema) => [schema, ID_JSON] as const),
+  [eventSequenceSchema, { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }],
+  [fencingTokenSchema, { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }],
+  [timestampSchema, { type: 'string', format: 'date-time' }],
+  [jsonValueSchema, { description: 'Any lossless JSON value.' }],
+  [jsonObjectSchema, { type: 'object', description: 'A lossless JSON object.' }],
+]);
+
+const COMPONENT_REF = '#/components/schemas/';
+
+function rewriteRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(rewriteRefs);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    out[key] = key === '$ref' && typeof inner === 'string' ? inner.replace(/^#\/\$defs\//, COMPONENT_REF) : rewriteRefs(inner);
+  }
+  return out;
+}
+
+/** Converts zod schemas, collecting named sub-schemas into `components.schemas`. */
+class SchemaCollector {
+  readonly components: Record<string, JsonSchema> = {};
+
+  convert(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const raw = z.toJSONSchema(schema, {
+      target: 'draft-2020-12',
+      io,
+      unrepresentable: 'any',
+      override: (ctx) => {
+        const known = CUSTOM_SCHEMAS.get(ctx.zodSchema);
+        if (known !== undefined) Object.assign(ctx.jsonSchema, known);
+      },
+    }) as JsonSchema;
+    const { $schema: _schema, $id: _id, $defs, ...rest } = raw;
+    if (typeof $defs === 'object' && $defs !== null) {
+      for (const [name, def] of Object.entries($defs as Record<string, unknown>)) this.#add(name, rewriteRefs(def) as JsonSchema);
+    }
+    return rewriteRefs(rest) as JsonSchema;
+  }
+
+  #add(name: string, schema: JsonSchema): void {
+    const existing = this.components[name];
+    if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(schema)) {
+      throw new Error(`OpenAPI: two different schemas share the id ${name}`);
+    }
+    this.components[name] = schema;
+  }
+}
+
+function pathParameters(path: string): JsonSchema[] {
+  return [...path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map(([, name]) => ({
+    name,
+    in: 'path',
+    required: true,
+    description: name === 'sessionId' ? 'The session id, URL-encoded.' : undefined,
+    schema: name === 'sessionId' ? ID_JSON : { type: 'string' },
+  }));
+}
+
+function queryParameters(query: z.ZodObject | undefined, collector: SchemaCollector): JsonSchema[] {
+  if (query === undefined) return [];
+  return Object.entries(query.shape).map(([name, field]) => {
+    const { description, ...schema } = collector.convert(field as z.ZodType, 'input');
+    return {
+      name,
+      in: 'query',
+      required: !(field as z.ZodType).safeParse(undefined).success,
+      ...(typeof description === 'string' ? { description } : {}),
+      schema,
+    };
+  });
+}
+
+function errorResponses(spec: RouteSpec): Record<string, JsonSchema> {
+  const byStatus = new Map<number, string[]>();
+  const codes: string[] = [...spec.errors];
+  if (spec.access.kind !== 'public') codes.push('HTTP_UNAUTHORIZED');
+  if (spec.access.kind === 'admin' || spec.access.kind === 'session') codes.push('HTTP_FORBIDDEN');
+  for (const code of codes) {
+    const status = statusOfCode(code);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, JsonSchema> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    out[String(status)] = {
+      description: `Problem: ${list.join(', ')}`,
+      content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: `${COMPONENT_REF}Problem` } } },
+    };
+  }
+  return out;
+}
+
+function accessNote(spec: RouteSpec): string {
+  switch (spec.access.kind) {
+    case 'public':
+      return 'public';
+    case 'authenticated':
+      return 'any valid token';
+    case 'admin':
+      return 'admin token';
+    case 'session':
+      return `admin token, or a session token for this session with scope "${spec.access.scope}"`;
+  }
+}
+
+function operation(spec: RouteSpec, collector: SchemaCollector): JsonSchema {
+  const responses: Record<string, JsonSchema> = {};
+  if (spec.response !== undefined) {
+    const status = spec.response.created === true ? HttpStatus.CREATED : HttpStatus.OK;
+    responses[String(status)] = {
+      description: spec.response.description,
+      content: { 'application/json': { schema: collector.convert(spec.response.schema, 'output') } },
+    };
+  }
+  for (const extra of spec.extraResponses ?? []) {
+    responses[String(extra.status)] = {
+      description: extra.description,
+      ...(extra.contentType === undefined
+        ? {}
+        : {
+            content: {
+              [extra.contentType]: extra.schema === undefined ? {} : { schema: collector.convert(extra.schema, 'output') },
+            },
+          }),
+    };
+  }
+  Object.assign(responses, errorResponses(spec));
+  const security =
+    spec.access.kind === 'public'
+      ? []
+      : spec.access.kind === 'session' && spec.access.tokenInQuery === true
+        ? [{ bearerAuth: [] }, { accessTokenQuery: [] }]
+        : [{ bearerAuth: [] }];
+  const headers = (spec.headers ?? []).map((header) => ({
+    name: header.name,
+    in: 'header',
+    required: false,
+    description: header.description,
+    schema: { type: 'string' },
+  }));
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    ...(spec.description === undefined ? {} : { description: spec.description }),
+    tags: [...spec.tags],
+    security,
+    'x-access': accessNote(spec),
+    'x-agent-ledger-access': {
+      kind: spec.access.kind,
+      ...(spec.access.kind === 'session' ? { scope: spec.access.scope } : {}),
+    },
+    parameters: [...pathParameters(spec.path), ...queryParameters(spec.query, collector), ...headers],
+    ...(spec.body === undefined
+      ? {}
+      : { requestBody: { required: true, content: { 'application/json': { schema: collector.convert(spec.body, 'input') } } } }),
+    responses,
+  };
+}
+
+/** Builds the OpenAPI 3.1 document of `routes`. */
+export function buildOpenApiDocument(
+  routes: readonly RouteSpec[],
+  info: { title: string; version: string; description?: string },
+): OpenApiDocument {
+  const collector = new SchemaCollector();
+  collector.convert(problemSchema, 'output');
+  const paths: OpenApiDocument['paths'] = {};
+  const tags = new Set<string>();
+  for (const spec of routes) {
+    const item = (paths[spec.path] ??= {});
+    if (item[spec.method] !== undefined) throw new Error(`OpenAPI: ${spec.method.toUpperCase()} ${spec.path} is declared twice`);
+    item[spec.method] = operation(spec, collector);
+    for (const tag of spec.tags) tags.add(tag);
+  }
+  return {
+    openapi: '3.1.0',
+    info,
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    tags: [...tags].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: collector.components,
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The admin token, or a session token minted by POST /v1/tokens.',
+        },
+        accessTokenQuery: {
+          type: 'apiKey',
+          in: 'query',
+          name: ACCESS_TOKEN_QUERY,
+          description: 'The same token, for EventSource and browser WebSocket clients (subscribe only).',
+        },
+      },
+    },
+  };
+}

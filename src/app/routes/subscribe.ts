@@ -1,0 +1,101 @@
+/**
+ * The subscribe route: a WebSocket upgrade forwarded to the session object, or Server-Sent Events
+ * served by the Worker (`Accept: text/event-stream`).
+ *
+ * WebSocket: the cursor is decoded and checked for the session here (so a bad one is a plain
+ * 400), then the upgrade goes to the object's `fetch` with only `sessionId` and `after`; the
+ * token never reaches the object. Browsers cannot set headers, so the token may come as
+ * `?access_token=` or as a `bearer.<token>` subprotocol; the answer then selects the non-secret
+ * subprotocol {@link LEDGER_SUBPROTOCOL}, which the client must offer alongside.
+ * SSE: `Last-Event-ID` (what EventSource sends on reconnect) takes precedence over `?after=`.
+ */
+import { LEDGER_SUBPROTOCOL } from '../../adapters/http/websocket-watch.js';
+import { decodeDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
+import { DurableEventSubscriptionError } from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
+import { HttpProblem, HttpStatus } from '../http-errors.js';
+import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
+import { subscriptionFrameSchema } from '../../protocol/frames.js';
+import { subscribeQuerySchema } from '../schemas.js';
+import { sseResponse, verifyCursor } from '../sse.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
+
+
+function decodeForSession(text: string | undefined, sessionId: SessionId): DurableEventCursor | undefined {
+  if (text === undefined || text === '') return undefined;
+  const cursor = decodeDurableEventCursor(text);
+  if (cursor.sessionId !== sessionId) {
+    throw new DurableEventSubscriptionError(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
+  }
+  return cursor;
+}
+
+function offeredSubprotocols(request: Request): string[] {
+  const header = request.headers.get('sec-websocket-protocol');
+  return header === null ? [] : header.split(',').map((entry) => entry.trim());
+}
+
+/** The subscribe route. */
+export function subscribeRoutes(): RouteDefinition[] {
+  return [
+    defineSessionRoute({
+      method: 'get',
+      path: HTTP_PATHS.subscribe,
+      operationId: 'subscribe',
+      summary: 'Subscribe: replay from a cursor, one caught_up, then live events',
+      description:
+        'Send `Upgrade: websocket` for a WebSocket (JSON text frames, see SubscriptionMessage; offer the subprotocol `agent-ledger.v1`, and `bearer.<token>` to pass the token) or `Accept: text/event-stream` for SSE (`id:` is the cursor; EventSource resumes with Last-Event-ID).',
+      tags: ['subscribe'],
+      scope: 'subscribe',
+      tokenInQuery: true,
+      query: subscribeQuerySchema,
+      queryErrorCode: (key) => (key === 'after' ? 'DURABLE_EVENT_INVALID_CURSOR' : 'DURABLE_EVENT_INVALID_INPUT'),
+      headers: [{ name: 'Last-Event-ID', description: 'SSE resume cursor; takes precedence over `after`.' }],
+      extraResponses: [
+        { status: HttpStatus.SWITCHING_PROTOCOLS, description: 'WebSocket accepted; frames are SubscriptionMessage JSON.' },
+        {
+          status: HttpStatus.OK,
+          description: 'Server-Sent Events; each `data:` line is a SubscriptionMessage.',
+          contentType: 'text/event-stream',
+          schema: subscriptionFrameSchema,
+        },
+      ],
+      errors: [
+        'DURABLE_EVENT_INVALID_INPUT',
+        'DURABLE_EVENT_INVALID_CURSOR',
+        'DURABLE_EVENT_SUBSCRIPTION_INVALID',
+        'DURABLE_EVENT_UNAVAILABLE',
+      ],
+      async handle({ c, sessionId, object, query }) {
+        const request = c.req.raw;
+        if (request.headers.get('upgrade')?.toLowerCase() === 'websocket') {
+          const cursor = decodeForSession(query.after, sessionId);
+          const target = new URL('https://session-object.internal/subscribe');
+          target.searchParams.set('sessionId', sessionId);
+          if (cursor !== undefined && query.after !== undefined) target.searchParams.set('after', query.after);
+          const upgrade = await object.fetch(new Request(target, { headers: { Upgrade: 'websocket' } }));
+          const socket = upgrade.webSocket;
+          if (socket === null || socket === undefined || !offeredSubprotocols(request).includes(LEDGER_SUBPROTOCOL)) {
+            return upgrade;
+          }
+          return new Response(null, {
+            status: upgrade.status,
+            webSocket: socket,
+            headers: { 'sec-websocket-protocol': LEDGER_SUBPROTOCOL },
+          });
+        }
+        if ((request.headers.get('accept') ?? '').includes('text/event-stream')) {
+          const lastEventId = request.headers.get('last-event-id');
+          const resumeFrom = lastEventId !== null && lastEventId !== '' ? lastEventId : query.after;
+          const cursor = decodeForSession(resumeFrom, sessionId);
+          if (cursor !== undefined) await verifyCursor(object, sessionId, cursor);
+          return sseResponse({ object, sessionId, after: cursor });
+        }
+        throw new HttpProblem(
+          'HTTP_UPGRADE_REQUIRED',
+          'subscribe needs a WebSocket upgrade or an Accept: text/event-stream header',
+        );
+      },
+    }),
+  ];
+}

@@ -1,0 +1,209 @@
+/**
+ * Zod schemas of the journal and recovery routes (`/commands`, `/projection`, `/recovery/*`).
+ *
+ * Like `schemas.ts`, each schema serves twice: the route validates the request body with it
+ * before anything reaches the session's object, and `openapi.ts` documents it. Request schemas
+ * mirror the coordinator's strict argument checks (unknown keys refused, IDs checked, payload
+ * values checked with the protocol's own schemas); the object checks everything again, as the
+ * authority. Response schemas document the shapes the object returns: the projection and plan
+ * list their main fields and allow the rest (they are documented in `projection-types.ts`).
+ * An optional `executionFence` rides on every mutating body; the route passes it beside the
+ * input, never inside it.
+ */
+import { z } from 'zod';
+import { DURABLE_RECOVERY_ACTIONS } from '../core/projector/projection-types.js';
+import type { DurableJournalCommand } from '../core/journal/journal-options.js';
+import {
+  DURABLE_EVENT_TYPES,
+  commandIdSchema,
+  durableInputSchema,
+  durableReasonSchema,
+  eventIdSchema,
+  eventSequenceSchema,
+  inputIdSchema,
+  requestIdSchema,
+  safeParseDurableEventDraft,
+  sessionIdSchema,
+  turnIdSchema,
+} from '../protocol/events.js';
+import { jsonObjectSchema } from '../protocol/json.js';
+import { MAX_BATCH_EVENTS } from '../protocol/limits.js';
+import { RECOVERY_OPERATIONS, recoveryCommandFields, type RecoveryMutation, type RecoveryResponseKind } from '../protocol/recovery-operations.js';
+import { durableEventEnvelopeSchema, executionFenceSchema } from './schemas.js';
+
+// ---- shared pieces ----
+
+/** Fields every mutating body accepts besides its own. */
+const commandFields = {
+  ...recoveryCommandFields,
+  executionFence: executionFenceSchema.optional(),
+};
+
+const looseRecord = z.record(z.string(), z.unknown());
+
+// ---- commands ----
+
+/** One draft of a command: a `DurableEventDraft` whose `commandId` may be omitted (the journal stamps it). */
+export const commandEventDraftSchema = z
+  .looseObject({ type: z.enum(DURABLE_EVENT_TYPES), data: looseRecord, commandId: commandIdSchema.optional() })
+  .meta({
+    id: 'CommandEventDraft',
+    description:
+      'A DurableEventDraft (see that schema for each type) whose commandId may be omitted: the journal stamps the command id on every event.',
+  });
+
+export const commandRequestSchema = z
+  .strictObject({
+    ...commandFields,
+    events: z.array(commandEventDraftSchema).min(1).max(MAX_BATCH_EVENTS),
+  })
+  .superRefine((body, ctx) => {
+    body.events.forEach((event, index) => {
+      const own = event['commandId'];
+      if (own !== undefined && own !== body.commandId) {
+        ctx.addIssue({ code: 'custom', path: ['events', index, 'commandId'], message: 'differs from the command id' });
+        return;
+      }
+      const parsed = safeParseDurableEventDraft({ ...event, commandId: body.commandId });
+      if (!parsed.ok) ctx.addIssue({ code: 'custom', path: ['events', index], message: parsed.problem });
+    });
+  })
+  .meta({
+    id: 'CommandRequest',
+    description: 'One journal command: its events commit as one atomic batch, at most once per commandId.',
+  });
+
+/** The command of a validated body (the fence travels separately). */
+export function commandOf(body: z.output<typeof commandRequestSchema>): DurableJournalCommand {
+  return {
+    commandId: body.commandId,
+    // SAFETY: every event passed the protocol's strict draft schema (stamped) in superRefine.
+    events: body.events as unknown as DurableJournalCommand['events'],
+    ...(body.expectedHeadSequence === undefined ? {} : { expectedHeadSequence: body.expectedHeadSequence }),
+  };
+}
+
+export const commandResponseSchema = z
+  .strictObject({
+    status: z.enum(['committed', 'replayed', 'reconciled']).meta({
+      description:
+        'committed: appended by this call; replayed: the identical command was already in the log; reconciled: found in the log after a conflict or an uncertain write. Nothing is appended twice.',
+    }),
+    commandId: commandIdSchema,
+    events: z.array(durableEventEnvelopeSchema),
+    headSequence: eventSequenceSchema,
+  })
+  .meta({ id: 'CommandResponse' });
+
+// ---- projection ----
+
+export const sessionProjectionSchema = z
+  .looseObject({
+    sessionId: sessionIdSchema.nullable(),
+    status: z.enum(['empty', 'open', 'closed']),
+    headSequence: eventSequenceSchema.nullable(),
+    lastEventId: eventIdSchema.nullable(),
+    activeRequest: looseRecord.nullable().meta({
+      description: 'The Request without a terminal event: requestId, status, input, appliedInputIds, lastTurn, lastTurnEventId, activeTurn (model and tool attempts, pending permissions)...',
+    }),
+    completedRequests: z.number().int(),
+    lastRequest: looseRecord.nullable(),
+    closedReason: durableReasonSchema.optional(),
+  })
+  .meta({ id: 'SessionProjection', description: 'The folded state of the session log (DurableSessionProjection).' });
+
+export const recoveryPlanSchema = z
+  .looseObject({
+    action: z.enum(DURABLE_RECOVERY_ACTIONS as [string, ...string[]]),
+    reason: z.string(),
+    headSequence: eventSequenceSchema.nullable(),
+    requestId: requestIdSchema.optional(),
+    turnId: turnIdSchema.optional(),
+    activeModelAttempt: looseRecord.nullable(),
+    retryableToolAttempts: z.array(looseRecord),
+    cancelableToolAttempts: z.array(looseRecord),
+    unknownToolAttempts: z.array(looseRecord),
+    pendingPermissions: z.array(looseRecord),
+    appliedInputIds: z.array(inputIdSchema),
+    lastTurn: z.number().int(),
+    lastTurnEventId: eventIdSchema.optional(),
+    discardedUnconfirmedModelResponse: z.boolean(),
+  })
+  .meta({ id: 'RecoveryPlan', description: 'What recovery must do with the unfinished work (DurableRecoveryPlan).' });
+
+export const projectionResponseSchema = z
+  .strictObject({ projection: sessionProjectionSchema, recoveryPlan: recoveryPlanSchema, headSequence: eventSequenceSchema.nullable() })
+  .meta({ id: 'ProjectionResponse' });
+
+// ---- recovery requests ----
+
+/**
+ * The body schema of a recovery mutation: its row's coordinator input (src/protocol/recovery-operations.ts)
+ * plus the optional `executionFence`, named `<Operation>Request` in the OpenAPI components.
+ */
+export function recoveryRequestSchema(operation: RecoveryMutation): z.ZodObject {
+  const input = RECOVERY_OPERATIONS[operation].input;
+  const name = operation.charAt(0).toUpperCase() + operation.slice(1);
+  return input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id: `${name}Request` });
+}
+
+// ---- recovery responses ----
+
+const recoveryResultFields = {
+  status: z.enum(['committed', 'reconciled']),
+  commandId: commandIdSchema,
+  events: z.array(durableEventEnvelopeSchema),
+  headSequence: eventSequenceSchema,
+  projection: sessionProjectionSchema,
+  recoveryPlan: recoveryPlanSchema,
+};
+
+export const recoveryCommandResponseSchema = z.strictObject(recoveryResultFields).meta({
+  id: 'RecoveryCommandResponse',
+  description: 'committed: appended by this call; reconciled: the identical command was already in the log (nothing appended).',
+});
+
+export const startToolAttemptResponseSchema = z
+  .strictObject({
+    ...recoveryResultFields,
+    toolAttempt: looseRecord.nullable().meta({
+      description: 'The attempt as now projected. Run its `input` only after `committed`; after `reconciled` someone else crossed the execution boundary.',
+    }),
+  })
+  .meta({ id: 'StartToolAttemptResponse' });
+
+export const turnRecoveryResponseSchema = z
+  .strictObject({
+    ...recoveryResultFields,
+    continuation: looseRecord.meta({ description: 'The recovery facts the continuation Request carries (format version 1).' }),
+  })
+  .meta({ id: 'TurnRecoveryResponse' });
+
+export const planResumeResponseSchema = z
+  .discriminatedUnion('action', [
+    z.strictObject({ action: z.literal('none'), headSequence: eventSequenceSchema.nullable() }),
+    z.strictObject({
+      action: z.literal('resume_accepted_request'),
+      request: z.looseObject({
+        requestId: requestIdSchema,
+        inputId: inputIdSchema,
+        input: durableInputSchema,
+        maxTurns: z.number().int(),
+        context: jsonObjectSchema,
+      }),
+      headSequence: eventSequenceSchema.nullable(),
+    }),
+    z.strictObject({ action: z.literal('recovery_required'), plan: recoveryPlanSchema, headSequence: eventSequenceSchema.nullable() }),
+  ])
+  .meta({
+    id: 'PlanResumeResponse',
+    description: 'Whether the session can resume without a recovery command, and the head that decision was taken on.',
+  });
+
+/** The response schema of each kind of recovery answer. */
+export const RECOVERY_RESPONSE_SCHEMAS: { readonly [K in RecoveryResponseKind]: z.ZodType } = {
+  command: recoveryCommandResponseSchema,
+  startToolAttempt: startToolAttemptResponseSchema,
+  turnRecovery: turnRecoveryResponseSchema,
+  planResume: planResumeResponseSchema,
+};

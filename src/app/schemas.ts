@@ -1,0 +1,183 @@
+/**
+ * Zod schemas of the HTTP API: request bodies, query strings and response bodies.
+ *
+ * The same objects serve twice: routes validate requests with them before anything reaches a
+ * Durable Object, and `openapi.ts` turns them into the OpenAPI document, so documentation and
+ * validation cannot drift apart. Event drafts and envelopes reuse the protocol's own schemas.
+ * Query values arrive as strings; their schemas accept the decimal spelling only (no `1e3`, no
+ * signs, no leading zeros) and convert to numbers.
+ */
+import { z } from 'zod';
+import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../core/log-engine.js';
+import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
+import {
+  durableEventDraftSchema as protocolDraftSchema,
+  durableEventEnvelopeSchema as protocolEnvelopeSchema,
+  eventSequenceSchema,
+  sessionIdSchema,
+} from '../protocol/events.js';
+import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../protocol/ids.js';
+import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../protocol/limits.js';
+import { MAX_TOKEN_TTL_SECONDS, TOKEN_SCOPES } from './auth.js';
+
+/** Longest long-poll a read may ask for (`waitMs`). */
+export const MAX_LONG_POLL_MS = 30_000;
+
+/** A lease owner (worker) id. */
+export const workerIdSchema = z.custom<WorkerId>((value) => isValidId(value), {
+  error: `WorkerId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
+});
+/** A caller-chosen lease acquisition id (same rules as any id). */
+export const leaseIdSchema = z.custom<string>((value) => isValidId(value), {
+  error: `leaseId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
+});
+/** A fencing token (integer >= 1). */
+export const fencingTokenSchema = z.custom<FencingToken>(
+  (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
+  { error: 'fencingToken must be a safe integer >= 1' },
+);
+
+/** Integer query parameter in `min..max`, decimal digits only. */
+function integerQuery(min: number, max: number, label: string) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,15})$/, `${label} must be a decimal integer`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `${label} must be >= ${min}`).max(max, `${label} must be <= ${max}`));
+}
+
+// ---- events ----
+
+/** The protocol's draft schema, named for the OpenAPI components. */
+export const durableEventDraftSchema = protocolDraftSchema.meta({
+  id: 'DurableEventDraft',
+  description: 'An event to append: `type`, `data` and the correlation ids its type requires (protocol v4).',
+});
+/** The protocol's envelope schema, named for the OpenAPI components. */
+export const durableEventEnvelopeSchema = protocolEnvelopeSchema.meta({
+  id: 'DurableEventEnvelope',
+  description: 'A stored event (protocol v4).',
+});
+
+export const executionFenceSchema = z
+  .strictObject({ leaseId: leaseIdSchema, ownerId: workerIdSchema, fencingToken: fencingTokenSchema })
+  .meta({ id: 'ExecutionFence', description: 'The lease a fenced append or lease call must name.' });
+
+export const appendRequestSchema = z
+  .strictObject({
+    events: z.array(durableEventDraftSchema).min(1).max(MAX_BATCH_EVENTS),
+    expectedLastSequence: eventSequenceSchema.nullable().optional().meta({
+      description: 'Absent: append after the head. null: the stream must be empty. n: the head must be n.',
+    }),
+    executionFence: executionFenceSchema.optional(),
+  })
+  .meta({ id: 'AppendRequest', description: 'One atomic batch of event drafts.' });
+
+export const appendResponseSchema = z
+  .strictObject({
+    previousSequence: eventSequenceSchema.nullable(),
+    lastSequence: eventSequenceSchema,
+    events: z.array(durableEventEnvelopeSchema),
+  })
+  .meta({ id: 'AppendResponse' });
+
+export const readQuerySchema = z.strictObject({
+  after: integerQuery(1, Number.MAX_SAFE_INTEGER, 'after')
+    .optional()
+    .meta({ description: 'Exclusive lower bound (a sequence). Absent: from the first event.' }),
+  limit: integerQuery(1, MAX_READ_LIMIT, 'limit').optional().meta({ description: `Page size (default ${DEFAULT_READ_LIMIT}).` }),
+  waitMs: integerQuery(0, MAX_LONG_POLL_MS, 'waitMs')
+    .optional()
+    .meta({ description: `Long-poll: wait up to this many ms (<= ${MAX_LONG_POLL_MS}) for an event after \`after\`.` }),
+});
+
+export const readResponseSchema = z
+  .strictObject({
+    events: z.array(durableEventEnvelopeSchema),
+    nextCursor: eventSequenceSchema.nullable(),
+    headSequence: eventSequenceSchema.nullable(),
+    hasMore: z.boolean(),
+  })
+  .meta({ id: 'ReadResponse' });
+
+export const headResponseSchema = z
+  .strictObject({ headSequence: eventSequenceSchema.nullable() })
+  .meta({ id: 'HeadResponse' });
+
+// ---- subscribe ----
+
+export const subscribeQuerySchema = z.strictObject({
+  after: z
+    .string()
+    .min(1)
+    .max(MAX_CURSOR_TEXT_LENGTH)
+    .optional()
+    .meta({ description: 'Encoded cursor of the last event seen; absent: from the first event. For SSE, Last-Event-ID wins.' }),
+  access_token: z
+    .string()
+    .optional()
+    .meta({ description: 'Bearer token for clients that cannot set headers (EventSource, browser WebSocket).' }),
+});
+
+// ---- leases ----
+
+const ttlMsSchema = z.number().int().min(MIN_LEASE_TTL_MS).max(MAX_LEASE_TTL_MS);
+
+export const leaseAcquireRequestSchema = z
+  .strictObject({ ownerId: workerIdSchema, leaseId: leaseIdSchema, ttlMs: ttlMsSchema })
+  .meta({ id: 'LeaseAcquireRequest' });
+
+export const leaseRenewRequestSchema = z
+  .strictObject({ fence: executionFenceSchema, ttlMs: ttlMsSchema })
+  .meta({ id: 'LeaseRenewRequest' });
+
+export const leaseFenceRequestSchema = z.strictObject({ fence: executionFenceSchema }).meta({ id: 'LeaseFenceRequest' });
+
+export const leaseRecordSchema = z
+  .strictObject({
+    sessionId: sessionIdSchema,
+    leaseId: leaseIdSchema,
+    ownerId: workerIdSchema,
+    fencingToken: fencingTokenSchema,
+    acquiredAtMs: z.number(),
+    expiresAtMs: z.number(),
+    released: z.boolean(),
+  })
+  .meta({ id: 'LeaseRecord' });
+
+export const leaseInspectResponseSchema = z
+  .strictObject({ lease: leaseRecordSchema.nullable(), requiresExecutionLease: z.boolean() })
+  .meta({ id: 'LeaseInspectResponse' });
+
+export const okResponseSchema = z.strictObject({ ok: z.literal(true) }).meta({ id: 'OkResponse' });
+
+// ---- tokens ----
+
+export const tokenRequestSchema = z
+  .strictObject({
+    sessionId: sessionIdSchema,
+    scopes: z.array(z.enum(TOKEN_SCOPES)).min(1).max(TOKEN_SCOPES.length * 4),
+    ttlSeconds: z.number().int().min(1).max(MAX_TOKEN_TTL_SECONDS).optional(),
+  })
+  .meta({ id: 'TokenRequest', description: 'Mint a token for one session (admin only).' });
+
+export const tokenResponseSchema = z
+  .strictObject({ token: z.string(), expiresAt: z.string() })
+  .meta({ id: 'TokenResponse' });
+
+// ---- meta ----
+
+export const healthResponseSchema = z
+  .strictObject({ ok: z.literal(true), name: z.string(), protocol: z.number().int() })
+  .meta({ id: 'HealthResponse' });
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    code: z.string(),
+    detail: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details with the domain error `code`.' });

@@ -1,0 +1,176 @@
+/**
+ * Subscription frames: ONE declaration of what a subscriber receives, runtime-neutral.
+ *
+ * The session object sends these as WebSocket text frames; the SSE route sends the same objects
+ * as `data:` lines with `event: <type>` (and `id:` = the cursor of `event` frames). Each kind is a
+ * row of {@link SUBSCRIPTION_FRAME_KINDS}: its zod schema (used by {@link parseSubscriptionFrame},
+ * the HTTP client, the tests and the OpenAPI document) and whether it is `transient`.
+ *
+ * 1. `event` frames replay the log from the subscriber's cursor, in order, each with the encoded
+ *    cursor of that event (save it to resume exactly after it); then one per committed event.
+ * 2. One `caught_up` frame marks the end of the replay: every event up to `headSequence` was sent.
+ * 3. On a refused subscription (bad, foreign or stale cursor; wrong session) one `error` frame,
+ *    then the socket closes with {@link SUBSCRIBER_POLICY_CLOSE_CODE}.
+ * 4. `durability` frames announce each durability record (step, sleep, wait...) after its commit;
+ *    best effort (the durability ledger holds the record).
+ * A text frame `ping` is answered with `pong` without waking the object.
+ *
+ * Transient kinds (progress that is not a fact of the log, such as token deltas or tool progress)
+ * are rows with `transient: true`: never replayed, never carrying a cursor, and a client that does
+ * not know a kind ignores it ({@link parseSubscriptionFrame} answers `undefined`), so adding a kind
+ * is one row here.
+ */
+import { z } from 'zod';
+import { durableEventEnvelopeSchema, eventSequenceSchema, sessionIdSchema, type DurableEventEnvelope } from './events.js';
+import type { EventSequence, SessionId } from './ids.js';
+
+/** One replayed or live event. */
+export interface SubscriberEventMessage {
+  type: 'event';
+  event: DurableEventEnvelope;
+  /** `encodeDurableEventCursor` of this event. */
+  cursor: string;
+}
+
+/** End of the replay. */
+export interface SubscriberCaughtUpMessage {
+  type: 'caught_up';
+  headSequence: EventSequence | null;
+}
+
+/** The subscription was refused; the socket closes next. */
+export interface SubscriberErrorMessage {
+  type: 'error';
+  code: string;
+  message: string;
+}
+
+/**
+ * A durability record as a frame carries it: the stored fields every record has, plus the fields
+ * of its kind (see `DurabilityRecord` in `agent-ledger`).
+ */
+export interface DurabilityFrameRecord {
+  sequence: number;
+  sessionId: SessionId;
+  recordedAt: string;
+  kind: string;
+}
+
+/** A durability record was committed (best effort). */
+export interface SubscriberDurabilityFrame<R extends DurabilityFrameRecord = DurabilityFrameRecord> {
+  type: 'durability';
+  record: R;
+}
+
+/** One row of {@link SUBSCRIPTION_FRAME_KINDS}. */
+export interface SubscriptionFrameKind {
+  /** Validates a decoded frame of this kind. */
+  readonly schema: z.ZodType;
+  /** True for progress that is not a log fact: never replayed, no cursor. */
+  readonly transient: boolean;
+  readonly description: string;
+}
+
+/** Every frame kind a subscriber may receive, by `type`. */
+export const SUBSCRIPTION_FRAME_KINDS = {
+  event: {
+    schema: z
+      .strictObject({ type: z.literal('event'), event: durableEventEnvelopeSchema, cursor: z.string() })
+      .meta({ id: 'SubscriptionEventFrame', description: 'One replayed or live event, with the cursor to resume after it.' }),
+    transient: false,
+    description: 'One replayed or live event, with the cursor to resume after it.',
+  },
+  caught_up: {
+    schema: z
+      .strictObject({ type: z.literal('caught_up'), headSequence: eventSequenceSchema.nullable() })
+      .meta({ id: 'SubscriptionCaughtUpFrame', description: 'End of the replay: every event up to headSequence was sent.' }),
+    transient: false,
+    description: 'End of the replay: every event up to headSequence was sent.',
+  },
+  error: {
+    schema: z
+      .strictObject({ type: z.literal('error'), code: z.string(), message: z.string() })
+      .meta({ id: 'SubscriptionErrorFrame', description: 'The subscription was refused; the connection closes next.' }),
+    transient: false,
+    description: 'The subscription was refused; the connection closes next.',
+  },
+  durability: {
+    schema: z
+      .strictObject({
+        type: z.literal('durability'),
+        record: z.looseObject({
+          sequence: z.number().int().min(1),
+          sessionId: sessionIdSchema,
+          recordedAt: z.string(),
+          kind: z.string(),
+        }),
+      })
+      .meta({ id: 'SubscriptionDurabilityFrame', description: 'A durability record was committed (best effort).' }),
+    transient: true,
+    description: 'A durability record was committed (best effort; the durability ledger holds it).',
+  },
+} as const satisfies Record<string, SubscriptionFrameKind>;
+
+/** A frame `type`. */
+export type SubscriptionFrameType = keyof typeof SUBSCRIPTION_FRAME_KINDS;
+
+/** The frames of the event stream (replayed and live log facts, end of replay, refusal). */
+export type SubscriberMessage = SubscriberEventMessage | SubscriberCaughtUpMessage | SubscriberErrorMessage;
+
+/** Any frame a subscriber may receive (besides `pong`). */
+export type SubscriptionFrame = SubscriberMessage | SubscriberDurabilityFrame;
+
+/** The zod schema of any frame (a discriminated union of the rows), for OpenAPI and tests. */
+export const subscriptionFrameSchema = z
+  .discriminatedUnion('type', [
+    SUBSCRIPTION_FRAME_KINDS.event.schema,
+    SUBSCRIPTION_FRAME_KINDS.caught_up.schema,
+    SUBSCRIPTION_FRAME_KINDS.error.schema,
+    SUBSCRIPTION_FRAME_KINDS.durability.schema,
+  ])
+  .meta({
+    id: 'SubscriptionMessage',
+    description:
+      'One WebSocket text message. SSE sends the same objects as `data:` with `event: <type>` and, for events, `id:` set to the cursor.',
+  });
+
+/** WebSocket close code after an `error` frame (1008: policy violation). */
+export const SUBSCRIBER_POLICY_CLOSE_CODE = 1008;
+/** Text frame a client may send to check liveness; answered with {@link SUBSCRIBER_PONG}. */
+export const SUBSCRIBER_PING = 'ping';
+/** Answer to {@link SUBSCRIBER_PING}. */
+export const SUBSCRIBER_PONG = 'pong';
+
+/** True when `type` is a known frame kind. */
+export function isSubscriptionFrameType(type: unknown): type is SubscriptionFrameType {
+  return typeof type === 'string' && Object.hasOwn(SUBSCRIPTION_FRAME_KINDS, type);
+}
+
+/**
+ * Parses one frame (the text of a WebSocket message or an SSE `data:` line, or its decoded JSON).
+ *
+ * Answers `undefined` for `pong`, for a kind this version does not know (newer servers may add
+ * transient kinds) and for anything that is not a JSON object with a `type`.
+ *
+ * @throws TypeError when the frame names a known kind but does not match its schema
+ */
+export function parseSubscriptionFrame(frame: string | unknown): SubscriptionFrame | undefined {
+  let value: unknown = frame;
+  if (typeof frame === 'string') {
+    if (frame === SUBSCRIBER_PONG) return undefined;
+    try {
+      value = JSON.parse(frame);
+    } catch {
+      return undefined;
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const type = (value as { type?: unknown }).type;
+  if (!isSubscriptionFrameType(type)) return undefined;
+  const parsed = SUBSCRIPTION_FRAME_KINDS[type].schema.safeParse(value);
+  if (!parsed.success) {
+    throw new TypeError(`malformed ${type} frame: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+  }
+  // SAFETY: validated just above with this kind's schema, which mirrors its interface.
+  return parsed.data as SubscriptionFrame;
+}
