@@ -15,6 +15,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
+import type { WebSocketConstructorLike } from '../adapters/http/websocket-watch.js';
 import { CliError } from './output.js';
 
 /** The kinds of store a URL can name. */
@@ -113,10 +114,32 @@ export async function openStore(spec: StoreSpec, options: OpenStoreOptions): Pro
       if (token === undefined || token === '') {
         throw new CliError(`store ${new URL(spec.location).origin}: set the bearer token in the environment variable ${variable}`);
       }
-      const [{ HttpDurableEventStore }, ws] = await Promise.all([import('../adapters/http/http-store.js'), import('ws')]);
-      const store = new HttpDurableEventStore({ baseUrl: spec.location, token, WebSocket: ws.WebSocket });
+      const { HttpDurableEventStore } = await import('../adapters/http/http-store.js');
+      const WebSocket = await loadWebSocket();
+      const store = new HttpDurableEventStore({ baseUrl: spec.location, token, ...(WebSocket === undefined ? {} : { WebSocket }) });
       return { spec, store, close: async () => undefined };
     }
+  }
+}
+
+/** Name of the optional `ws` package (Node 20 has no global WebSocket). */
+const WS_MODULE = 'ws';
+
+/**
+ * A WebSocket constructor for `tail -f` over HTTP: the global one (Node 22+), else the `ws` package
+ * when it is installed; without either, subscriptions poll (`undefined`).
+ */
+async function loadWebSocket(): Promise<WebSocketConstructorLike | undefined> {
+  const global = (globalThis as { WebSocket?: unknown }).WebSocket;
+  // SAFETY: the platform WebSocket implements the structural constructor the client needs.
+  if (typeof global === 'function') return global as WebSocketConstructorLike;
+  try {
+    const mod = (await import(WS_MODULE)) as { WebSocket?: unknown; default?: unknown };
+    const ctor = mod.WebSocket ?? mod.default;
+    // SAFETY: `ws` implements the WHATWG WebSocket constructor shape the client uses.
+    return typeof ctor === 'function' ? (ctor as WebSocketConstructorLike) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
