@@ -26,10 +26,10 @@ export const INSPECTOR_SCRIPT = String.raw`(function () {
   var tailState = document.getElementById('tail-state');
   var headBox = document.getElementById('head');
 
-  function say(text, isError) {
+  function say(text, state) {
     if (!statusBox) return;
     statusBox.textContent = text;
-    statusBox.className = isError ? 'error' : 'ok';
+    statusBox.className = state;
   }
 
   function newId() {
@@ -58,7 +58,7 @@ export const INSPECTOR_SCRIPT = String.raw`(function () {
   }
 
   function post(body, done) {
-    say('working…', false);
+    say('working…', 'pending');
     fetch(base + '/actions', {
       method: 'POST',
       credentials: 'same-origin',
@@ -67,9 +67,9 @@ export const INSPECTOR_SCRIPT = String.raw`(function () {
     }).then(function (response) {
       return response.json().then(function (json) { return { ok: response.ok, json: json }; });
     }).then(function (result) {
-      if (result.ok) { say(result.json.message || 'done', false); if (done) done(); }
-      else say((result.json.title || 'refused') + ': ' + (result.json.detail || ''), true);
-    }).catch(function (error) { say('request failed: ' + error, true); });
+      if (result.ok) { say(result.json.message || 'done', 'ok'); if (done) done(); }
+      else say((result.json.title || 'refused') + ': ' + (result.json.detail || ''), 'error');
+    }).catch(function (error) { say('request failed: ' + error, 'error'); });
   }
 
   function parseValue(text) {
@@ -120,7 +120,7 @@ export const INSPECTOR_SCRIPT = String.raw`(function () {
         form.setAttribute('data-command-id', body.commandId);
       }
     } catch (error) {
-      say('not valid JSON: ' + error.message, true);
+      say('not valid JSON: ' + error.message, 'error');
       return;
     }
     post(body);
@@ -156,7 +156,7 @@ button.deny { border-color: var(--person); }
 .act-form textarea { min-width: 320px; font-family: ui-monospace, monospace; }
 .error { color: var(--person); }
 .ok { color: var(--safe); }
-.note, .hint, .empty { color: var(--muted); }
+.note, .hint, .empty, .pending { color: var(--muted); }
 table.events { width: 100%; border-collapse: collapse; font-size: 12px; }
 table.events td, table.events th { border-bottom: 1px solid var(--line); padding: 2px 6px; text-align: left; vertical-align: top; }
 td.seq { text-align: right; font-variant-numeric: tabular-nums; }
