@@ -4,17 +4,21 @@
  * The inspector's Hono app: the page, its sign-in, its live tail, its actions and its assets.
  *
  * Routes (`{base}` is `/v1/sessions/{sessionId}/inspect`):
- * - `GET {base}` — the page (or the sign-in form without a valid cookie); `?from=N` shows the
- *   event list from sequence N;
+ * - `GET {base}` — the page (or, for a browser without a valid cookie, the sign-in form); `?from=N`
+ *   shows the event list from sequence N;
+ * Every route also accepts `Authorization: Bearer <token>` (API clients, tests); the cookie is
+ * only how a browser carries the same token. A token that is valid but not for this session has
+ * no scope here (403).
  * - `POST {base}/login` — a form post with the token; sets an HttpOnly, SameSite=Strict cookie
  *   scoped to `{base}` and redirects (303) to the page. The token is never part of a URL, so it
  *   cannot land in an access log, the history or a Referer;
  * - `POST {base}/logout` — clears the cookie;
  * - `GET {base}/tail?after=<cursor>` — Server-Sent Events through `DurableEventSubscription`
  *   (`Last-Event-ID` wins over `after`), each message a server-rendered row;
- * - `POST {base}/actions` — a JSON action; needs the header `x-agent-ledger-inspector: 1` (a
- *   cross-site form cannot set it, and a cross-origin fetch with it needs a preflight the page's
- *   routes never grant) and the action's scope;
+ * - `POST {base}/actions/recover|deliver|fork` — a JSON action, under the scope of the path
+ *   (`recover`: answer a permission, reconcile an outcome; `deliver`; `fork`); signed in by
+ *   cookie it also needs the header `x-agent-ledger-inspector: 1` (a cross-site form cannot set
+ *   it, and a cross-origin fetch with it needs a preflight these routes never grant);
  * - `GET /inspector/assets/inspector.js|.css` — the static assets (public, cacheable).
  * Every answer carries a strict Content-Security-Policy (`default-src 'none'; script-src 'self';
  * style-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'`).
@@ -54,14 +58,22 @@ function securityHeaders(headers: Headers): void {
   headers.set('x-frame-options', 'DENY');
 }
 
-function problem(status: number, title: string, detail: string, code?: string): Response {
-  const response = new Response(JSON.stringify({ type: 'about:blank', title, status, detail, ...(code === undefined ? {} : { code }) }), {
+function problem(status: number, title: string, detail: string, code: string): Response {
+  const response = new Response(JSON.stringify({ type: `urn:agent-ledger:problem:${code}`, title, status, detail, code }), {
     status,
     headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store' },
   });
+  if (status === 401) response.headers.set('www-authenticate', 'Bearer realm="agent-ledger"');
   securityHeaders(response.headers);
   return response;
 }
+
+function failure(error: unknown, title: string): Response {
+  return problem(statusOf(error), title, error instanceof Error ? error.message : String(error), isDurableError(error) ? error.code : 'HTTP_INTERNAL');
+}
+
+const unauthorized = (detail: string): Response => problem(401, 'Unauthorized', detail, 'HTTP_UNAUTHORIZED');
+const forbidden = (detail: string): Response => problem(403, 'Forbidden', detail, 'HTTP_FORBIDDEN');
 
 function statusOf(error: unknown): number {
   if (!isDurableError(error)) return 500;
@@ -111,10 +123,50 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     return raw as SessionId;
   }
 
-  async function viewer(c: C, sessionId: SessionId): Promise<ReadonlySet<InspectorScope> | null> {
-    const token = getCookie(c, INSPECTOR_COOKIE);
-    if (token === undefined || token === '') return null;
-    return host.authorize(c.env, token, sessionId);
+  const wantsHtml = (c: C): boolean => (c.req.header('accept') ?? '').includes('text/html');
+
+  const loginPage = async (c: C, sessionId: SessionId, status: 401 | 403, error?: string): Promise<Response> => {
+    const response = html(
+      c,
+      await (<LoginPage sessionId={sessionId} loginUrl={`${inspectPath(sessionId)}/login`} {...(error === undefined ? {} : { error })} />),
+      status,
+    );
+    if (status === 401) response.headers.set('www-authenticate', 'Bearer realm="agent-ledger"');
+    return response;
+  };
+
+  /** The bearer token of the Authorization header, `undefined` without one, `null` when malformed. */
+  function bearer(c: C): string | undefined | null {
+    const header = c.req.header('authorization');
+    if (header === undefined) return undefined;
+    const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
+    return match?.[1] ?? null;
+  }
+
+  /**
+   * Who is asking: a bearer token (API clients; no CSRF concern) wins over the page cookie
+   * (browsers). Answers the refusal instead when there is no valid credential or `scope` is missing.
+   */
+  async function viewer(
+    c: C,
+    sessionId: SessionId,
+    scope: InspectorScope,
+    page = false,
+  ): Promise<{ scopes: ReadonlySet<InspectorScope>; via: 'bearer' | 'cookie' } | Response> {
+    const fromHeader = bearer(c);
+    if (fromHeader === null) return unauthorized('the Authorization header must be "Bearer <token>"');
+    const token = fromHeader ?? getCookie(c, INSPECTOR_COOKIE);
+    if (token === undefined || token === '') {
+      return page && wantsHtml(c) ? loginPage(c, sessionId, 401) : unauthorized('a bearer token or the sign-in cookie is required');
+    }
+    const scopes = await host.authorize(c.env, token, sessionId).catch(() => null);
+    if (scopes === null) {
+      return page && wantsHtml(c) && fromHeader === undefined
+        ? loginPage(c, sessionId, 401, 'The saved sign-in is no longer valid.')
+        : unauthorized('the token is not valid');
+    }
+    if (!scopes.has(scope)) return forbidden(`the token does not allow ${scope} on this session`);
+    return { scopes, via: fromHeader === undefined ? 'cookie' : 'bearer' };
   }
 
   const html = (c: C, body: unknown, status = 200): Response => {
@@ -127,9 +179,9 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     const sessionId = sessionOf(c);
     if (sessionId instanceof Response) return sessionId;
     const base = inspectPath(sessionId);
-    const scopes = await viewer(c, sessionId);
-    if (scopes === null) return html(c, await (<LoginPage sessionId={sessionId} loginUrl={`${base}/login`} />), 401);
-    if (!scopes.has('read')) return problem(403, 'Forbidden', 'the token lacks the read scope', 'HTTP_FORBIDDEN');
+    const who = await viewer(c, sessionId, 'read', true);
+    if (who instanceof Response) return who;
+    const scopes = who.scopes;
     const fromText = c.req.query('from');
     const from = fromText !== undefined && /^\d+$/.test(fromText) ? Math.max(1, Number(fromText)) : undefined;
     try {
@@ -139,7 +191,7 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
       });
       return html(c, await (<InspectorPage inspection={inspection} scopes={scopes} basePath={base} {...(from === undefined ? {} : { listFrom: from })} />));
     } catch (error) {
-      return problem(statusOf(error), 'Inspection failed', error instanceof Error ? error.message : String(error), isDurableError(error) ? error.code : undefined);
+      return failure(error, 'Inspection failed');
     }
   });
 
@@ -147,20 +199,31 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     const sessionId = sessionOf(c);
     if (sessionId instanceof Response) return sessionId;
     const base = inspectPath(sessionId);
-    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-    const token = typeof form['token'] === 'string' ? form['token'].trim() : '';
-    const scopes = token === '' ? null : await host.authorize(c.env, token, sessionId).catch(() => null);
-    if (scopes === null) {
-      return html(c, await (<LoginPage sessionId={sessionId} loginUrl={`${base}/login`} error="That token does not open this session." />), 401);
+    const fromHeader = bearer(c);
+    if (fromHeader === null) return unauthorized('the Authorization header must be "Bearer <token>"');
+    const isJson = (c.req.header('content-type') ?? '').includes('application/json');
+    const form: Record<string, unknown> = isJson
+      ? await c.req.json<Record<string, unknown>>().catch(() => ({}))
+      : await c.req.parseBody().catch(() => ({}));
+    const posted = typeof form['token'] === 'string' ? form['token'].trim() : '';
+    const token = posted !== '' ? posted : (fromHeader ?? '');
+    const browser = wantsHtml(c) || !isJson && fromHeader === undefined;
+    if (token === '') return browser ? loginPage(c, sessionId, 401, 'Enter a token.') : unauthorized('a token is required');
+    const scopes = await host.authorize(c.env, token, sessionId).catch(() => null);
+    if (scopes === null) return browser ? loginPage(c, sessionId, 401, 'That token is not valid.') : unauthorized('the token is not valid');
+    if (!scopes.has('read')) {
+      return browser ? loginPage(c, sessionId, 403, 'That token does not open this session.') : forbidden('the token does not allow read on this session');
     }
     const secure = host.secureCookie ?? new URL(c.req.url).protocol === 'https:';
     setCookie(c, INSPECTOR_COOKIE, token, { path: base, httpOnly: true, sameSite: 'Strict', secure });
     return c.redirect(base, 303);
   });
 
-  app.post('/v1/sessions/:sessionId/inspect/logout', (c) => {
+  app.post('/v1/sessions/:sessionId/inspect/logout', async (c) => {
     const sessionId = sessionOf(c);
     if (sessionId instanceof Response) return sessionId;
+    const who = await viewer(c, sessionId, 'read');
+    if (who instanceof Response) return who;
     deleteCookie(c, INSPECTOR_COOKIE, { path: inspectPath(sessionId) });
     return c.redirect(inspectPath(sessionId), 303);
   });
@@ -168,9 +231,8 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
   app.get('/v1/sessions/:sessionId/inspect/tail', async (c) => {
     const sessionId = sessionOf(c);
     if (sessionId instanceof Response) return sessionId;
-    const scopes = await viewer(c, sessionId);
-    if (scopes === null) return problem(401, 'Unauthorized', 'sign in on the page first', 'HTTP_UNAUTHORIZED');
-    if (!scopes.has('read')) return problem(403, 'Forbidden', 'the token lacks the read scope', 'HTTP_FORBIDDEN');
+    const who = await viewer(c, sessionId, 'read');
+    if (who instanceof Response) return who;
     const text = c.req.header('last-event-id') ?? c.req.query('after') ?? '';
     let after: DurableEventCursor | null = null;
     const store = host.store(c.env, sessionId);
@@ -183,7 +245,7 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
       }
       subscription = await DurableEventSubscription.open(store, sessionId, { after, signal: controller.signal, pollIntervalMs: 500 });
     } catch (error) {
-      return problem(statusOf(error), 'Tail refused', error instanceof Error ? error.message : String(error), isDurableError(error) ? error.code : undefined);
+      return failure(error, 'Tail refused');
     }
     const encoder = new TextEncoder();
     const lifetime = host.tailLifetimeMs ?? DEFAULT_TAIL_LIFETIME_MS;
@@ -239,24 +301,27 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     return response;
   });
 
-  app.post('/v1/sessions/:sessionId/inspect/actions', async (c) => {
-    const sessionId = sessionOf(c);
-    if (sessionId instanceof Response) return sessionId;
-    if (c.req.header(INSPECTOR_ACTION_HEADER) !== '1') {
-      return problem(403, 'Forbidden', `actions need the ${INSPECTOR_ACTION_HEADER} header`, 'HTTP_FORBIDDEN');
-    }
-    const scopes = await viewer(c, sessionId);
-    if (scopes === null) return problem(401, 'Unauthorized', 'sign in on the page first', 'HTTP_UNAUTHORIZED');
-    try {
-      const action = parseInspectorAction(await c.req.json().catch(() => undefined));
-      const scope = ACTION_SCOPES[action.action];
-      if (!scopes.has(scope)) return problem(403, 'Forbidden', `this action needs the ${scope} scope`, 'HTTP_FORBIDDEN');
-      const result = await runInspectorAction(host.store(c.env, sessionId), sessionId, action);
-      return c.json(result, 200, { 'cache-control': 'no-store' });
-    } catch (error) {
-      return problem(statusOf(error), 'Action refused', error instanceof Error ? error.message : String(error), isDurableError(error) ? error.code : undefined);
-    }
-  });
+  for (const group of ['recover', 'deliver', 'fork'] as const) {
+    app.post(`/v1/sessions/:sessionId/inspect/actions/${group}`, async (c) => {
+      const sessionId = sessionOf(c);
+      if (sessionId instanceof Response) return sessionId;
+      const who = await viewer(c, sessionId, group);
+      if (who instanceof Response) return who;
+      if (who.via === 'cookie' && c.req.header(INSPECTOR_ACTION_HEADER) !== '1') {
+        return forbidden(`actions signed in by cookie need the ${INSPECTOR_ACTION_HEADER} header`);
+      }
+      try {
+        const action = parseInspectorAction(await c.req.json().catch(() => undefined));
+        if (ACTION_SCOPES[action.action] !== group) {
+          return problem(400, 'Bad Request', `${action.action} is posted to .../actions/${ACTION_SCOPES[action.action]}`, 'DURABLE_EVENT_INVALID_INPUT');
+        }
+        const result = await runInspectorAction(host.store(c.env, sessionId), sessionId, action);
+        return c.json(result, 200, { 'cache-control': 'no-store' });
+      } catch (error) {
+        return failure(error, 'Action refused');
+      }
+    });
+  }
 
   return app;
 }

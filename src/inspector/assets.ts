@@ -9,7 +9,7 @@
  * 1. live tail: an `EventSource` on `<page>/tail?after=<head cursor>` (same origin: the HttpOnly
  *    cookie authenticates it, the token is never in the URL); each message carries the
  *    server-rendered row; on a dropped connection EventSource resumes with `Last-Event-ID`;
- * 2. actions: buttons and forms with `data-action` post JSON to `<page>/actions` with a fresh
+ * 2. actions: buttons and forms with `data-action` post JSON to `<page>/actions/<scope>` with a fresh
  *    `commandId` (a retry of the same click reuses it) and the header
  *    `x-agent-ledger-inspector: 1`, which a cross-site form cannot send.
  */
@@ -57,9 +57,11 @@ export const INSPECTOR_SCRIPT = String.raw`(function () {
     });
   }
 
+  var GROUPS = { 'resolve-permission': 'recover', 'reconcile-tool-outcome': 'recover', 'reconcile-model-outcome': 'recover', deliver: 'deliver', fork: 'fork' };
+
   function post(body, done) {
     say('working…', 'pending');
-    fetch(base + '/actions', {
+    fetch(base + '/actions/' + GROUPS[body.action], {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'content-type': 'application/json', 'x-agent-ledger-inspector': '1' },

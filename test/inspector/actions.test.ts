@@ -38,8 +38,10 @@ function call(pathname: string, init: RequestInit & { token?: string } = {}): Pr
   return Promise.resolve(app.fetch(new Request(`http://127.0.0.1${pathname}`, { ...init, headers })));
 }
 
-function action(session: string, body: unknown, token = 'all-scopes-token-000000', header = true): Promise<Response> {
-  return call(`/v1/sessions/${session}/inspect/actions`, {
+const GROUPS: Record<string, string> = { deliver: 'deliver', fork: 'fork' };
+
+function action(session: string, body: { action: string; [key: string]: unknown }, token = 'all-scopes-token-000000', header = true): Promise<Response> {
+  return call(`/v1/sessions/${session}/inspect/actions/${GROUPS[body.action] ?? 'recover'}`, {
     method: 'POST',
     token,
     headers: { 'content-type': 'application/json', ...(header ? { 'x-agent-ledger-inspector': '1' } : {}) },
@@ -66,6 +68,24 @@ describe('inspector routes', () => {
     expect((await action('perm', body, 'all-scopes-token-000000', false)).status).toBe(403);
     expect((await action('perm', body, 'read-only-token-0000000')).status).toBe(403);
     expect((await action('perm', { action: 'explode' })).status).toBe(400);
+    // An action posted under another scope's path is refused even with every scope.
+    const misplaced = await call('/v1/sessions/perm/inspect/actions/deliver', {
+      method: 'POST',
+      token: 'all-scopes-token-000000',
+      headers: { 'content-type': 'application/json', 'x-agent-ledger-inspector': '1' },
+      body: JSON.stringify(body),
+    });
+    expect(misplaced.status).toBe(400);
+    // A bearer token is not ambient: no action header needed, and the same scopes apply.
+    const viaBearer = await call('/v1/sessions/perm/inspect/actions/recover', {
+      method: 'POST',
+      headers: { authorization: 'Bearer read-only-token-0000000', 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect(viaBearer.status).toBe(403);
+    const anonymous = await call('/v1/sessions/perm/inspect/actions/recover', { method: 'POST', body: JSON.stringify(body) });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
     const missing = await action('perm', { ...body, permissionRequestId: 'perm-unknown' });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ code: 'DURABLE_RECOVERY_TARGET_NOT_FOUND' });

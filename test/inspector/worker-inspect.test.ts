@@ -58,11 +58,15 @@ describe('Worker inspect route', () => {
   }, 120_000);
 
   it('serves the sign-in form, then the page under a strict CSP with a scoped HttpOnly cookie', async () => {
-    const anonymous = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect`));
+    const anonymous = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect`), { headers: { accept: 'text/html' } });
     expect(anonymous.status).toBe(401);
     expect(await anonymous.text()).toContain('name="token"');
+    const api = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect`));
+    expect(api.status).toBe(401);
+    expect(api.headers.get('content-type')).toMatch(/problem\+json/);
+    await api.body?.cancel();
     const foreign = await signIn(await worker.mintToken('another-session', ['read']));
-    expect(foreign.status).toBe(401);
+    expect(foreign.status).toBe(403);
     expect(foreign.cookie).toBeNull();
 
     const token = await worker.mintToken(SESSION, ['read', 'subscribe', 'recover']);
@@ -87,7 +91,7 @@ describe('Worker inspect route', () => {
   it('streams the live tail and runs actions within the token scopes', async () => {
     const reader = await worker.mintToken(SESSION, ['read']);
     const readOnly = await signIn(reader);
-    const refused = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions`), {
+    const refused = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions/recover`), {
       method: 'POST',
       headers: { cookie: readOnly.cookie ?? '', 'content-type': 'application/json', 'x-agent-ledger-inspector': '1' },
       body: JSON.stringify({ action: 'resolve-permission', commandId: 'c-1', permissionRequestId: 'perm-deploy', decision: 'allow' }),
@@ -96,7 +100,7 @@ describe('Worker inspect route', () => {
     await refused.body?.cancel();
 
     const operator = await signIn(await worker.mintToken(SESSION, ['read', 'recover']));
-    const noHeader = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions`), {
+    const noHeader = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions/recover`), {
       method: 'POST',
       headers: { cookie: operator.cookie ?? '', 'content-type': 'application/json' },
       body: JSON.stringify({ action: 'resolve-permission', commandId: 'c-1', permissionRequestId: 'perm-deploy', decision: 'allow' }),
@@ -120,7 +124,7 @@ describe('Worker inspect route', () => {
     };
     await readUntil('"sequence":12');
 
-    const allowed = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions`), {
+    const allowed = await fetch(worker.href(`/v1/sessions/${SESSION}/inspect/actions/recover`), {
       method: 'POST',
       headers: { cookie: operator.cookie ?? '', 'content-type': 'application/json', 'x-agent-ledger-inspector': '1' },
       body: JSON.stringify({ action: 'resolve-permission', commandId: 'c-allow', permissionRequestId: 'perm-deploy', decision: 'allow' }),

@@ -19,6 +19,7 @@ import { DurableObjectEventStore, type SessionObjectNamespaceLike } from '../../
 import { ALL_INSPECTOR_SCOPES, type InspectorScope } from '../../inspector/backend.js';
 import { createInspectorApp } from '../../inspector/app.js';
 import { authenticate, type AuthSecrets } from '../auth.js';
+import type { DurableErrorCode } from '../../protocol/errors.js';
 import { HttpStatus } from '../http-errors.js';
 import type { AppContext, RouteDefinition, RouteSpec } from '../route-kit.js';
 
@@ -48,7 +49,8 @@ function app(): ReturnType<typeof createInspectorApp<InspectEnv>> {
         return null;
       }
       if (principal.kind === 'admin') return ALL_INSPECTOR_SCOPES;
-      if (principal.sessionId !== sessionId) return null;
+      // A valid token for another session: authenticated, but no scope here (403, not 401).
+      if (principal.sessionId !== sessionId) return new Set<InspectorScope>();
       const scopes = new Set<InspectorScope>();
       for (const scope of principal.scopes) {
         const mapped = SCOPE_MAP[scope];
@@ -66,6 +68,16 @@ function forward(c: AppContext): Promise<Response> {
 }
 
 const PAGE_PATH = '/v1/sessions/{sessionId}/inspect';
+const ACTION_NOTE =
+  'Takes the bearer token, or the page cookie plus the header `x-agent-ledger-inspector: 1` (which a cross-site form cannot send).';
+const ACTION_ERRORS: DurableErrorCode[] = [
+  'DURABLE_EVENT_INVALID_INPUT',
+  'DURABLE_EVENT_SEQUENCE_CONFLICT',
+  'DURABLE_COMMAND_CONFLICT',
+  'DURABLE_RECOVERY_INVALID_STATE',
+  'DURABLE_RECOVERY_TARGET_NOT_FOUND',
+  'DURABLE_EXECUTION_LEASE_REQUIRED',
+];
 const sessionAccess = { kind: 'session', scope: 'read' } as const;
 
 function route(spec: RouteSpec): RouteDefinition {
@@ -96,10 +108,10 @@ export function inspectRoutes(): RouteDefinition[] {
       operationId: 'inspectLogin',
       summary: 'Sign in to the inspector page',
       description:
-        'Takes `token` (form-encoded from the sign-in form, `application/x-www-form-urlencoded`) and sets an HttpOnly, SameSite=Strict cookie for the page path; 303 to the page. The token never travels in a URL.',
+        'Takes `token` (form-encoded from the sign-in form, `application/x-www-form-urlencoded`, or JSON; else the request\'s bearer token) and sets an HttpOnly, SameSite=Strict cookie for the page path; 303 to the page. The token never travels in a URL.',
       tags: ['inspector'],
       access: sessionAccess,
-      body: z.object({ token: z.string() }),
+      body: z.object({ token: z.string().optional().describe('the token; without it, the bearer token of the request') }),
       extraResponses: [{ status: 303, description: 'Signed in: go to the page.' }],
       errors: [],
     }),
@@ -128,22 +140,39 @@ export function inspectRoutes(): RouteDefinition[] {
     }),
     route({
       method: 'post',
-      path: `${PAGE_PATH}/actions`,
-      operationId: 'inspectAction',
-      summary: 'A page action: answer a permission, reconcile a tool or model outcome, deliver, fork',
-      description: 'Cookie-authenticated; needs the header `x-agent-ledger-inspector: 1` and the scope of the action (`recover`, `deliver`, or the admin token for `fork`).',
+      path: `${PAGE_PATH}/actions/recover`,
+      operationId: 'inspectRecoverAction',
+      summary: 'Page action: answer a permission, or reconcile a tool or model outcome',
+      description: ACTION_NOTE,
       tags: ['inspector'],
       access: { kind: 'session', scope: 'recover' },
-      body: z.object({ action: z.enum(['resolve-permission', 'reconcile-tool-outcome', 'reconcile-model-outcome', 'deliver', 'fork']) }).passthrough(),
+      body: z.object({ action: z.enum(['resolve-permission', 'reconcile-tool-outcome', 'reconcile-model-outcome']), commandId: z.string() }).passthrough(),
       extraResponses: [{ status: HttpStatus.OK, description: '`{ ok: true, message }`', contentType: 'application/json' }],
-      errors: [
-        'DURABLE_EVENT_INVALID_INPUT',
-        'DURABLE_EVENT_SEQUENCE_CONFLICT',
-        'DURABLE_COMMAND_CONFLICT',
-        'DURABLE_RECOVERY_INVALID_STATE',
-        'DURABLE_RECOVERY_TARGET_NOT_FOUND',
-        'DURABLE_EXECUTION_LEASE_REQUIRED',
-      ],
+      errors: ACTION_ERRORS,
+    }),
+    route({
+      method: 'post',
+      path: `${PAGE_PATH}/actions/deliver`,
+      operationId: 'inspectDeliverAction',
+      summary: 'Page action: deliver an awaited event',
+      description: ACTION_NOTE,
+      tags: ['inspector'],
+      access: { kind: 'session', scope: 'deliver' },
+      body: z.object({ action: z.literal('deliver'), runId: z.string(), key: z.string(), deliveryId: z.string(), payload: z.unknown() }),
+      extraResponses: [{ status: HttpStatus.OK, description: '`{ ok: true, message }`', contentType: 'application/json' }],
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABILITY_INVALID_VALUE', 'DURABILITY_CONFLICT'],
+    }),
+    route({
+      method: 'post',
+      path: `${PAGE_PATH}/actions/fork`,
+      operationId: 'inspectForkAction',
+      summary: 'Page action: fork the session at N events (admin)',
+      description: ACTION_NOTE,
+      tags: ['inspector'],
+      access: { kind: 'admin' },
+      body: z.object({ action: z.literal('fork'), at: z.number().int().min(1), newSessionId: z.string() }),
+      extraResponses: [{ status: HttpStatus.OK, description: '`{ ok: true, message, fork }`', contentType: 'application/json' }],
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_CORRUPT_LOG', 'DURABLE_EVENT_SEQUENCE_CONFLICT'],
     }),
     route({
       method: 'get',
