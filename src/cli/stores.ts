@@ -5,7 +5,7 @@
  * |---|---|
  * | `jsonl:./data` | `JsonlDurableEventStore` rooted at `./data` |
  * | `sqlite:./ledger.db` | `SqliteDurableEventStore` on that file |
- * | `postgres://…` / `postgresql://…` | the PostgreSQL store, once `agent-ledger/postgres` exists |
+ * | `postgres://…` / `postgresql://…` | `PostgresDurableEventStore` (`?schema=` picks the schema) |
  * | `http://127.0.0.1:8787`, `https://host` | `HttpDurableEventStore`; the token comes from the environment variable named by `--token-env` (default `AGENT_LEDGER_TOKEN`) |
  *
  * Backends load lazily (a dynamic `import()` when a command opens a store), so `--help` and every
@@ -107,7 +107,7 @@ export async function openStore(spec: StoreSpec, options: OpenStoreOptions): Pro
       return { spec, store, close: async () => store.close() };
     }
     case 'postgres':
-      return openPostgres(spec);
+      return openPostgres(spec, options.mustExist);
     case 'http': {
       const variable = options.tokenEnv ?? DEFAULT_TOKEN_ENV;
       const token = (options.env ?? process.env)[variable];
@@ -143,25 +143,35 @@ async function loadWebSocket(): Promise<WebSocketConstructorLike | undefined> {
   }
 }
 
-/** Name of the PostgreSQL entry module, resolved at run time so a build without it still works. */
-const POSTGRES_MODULE = '../postgres.js';
-
-async function openPostgres(spec: StoreSpec): Promise<OpenedStore> {
-  let mod: Record<string, unknown>;
+/**
+ * Opens `postgres://…` with `PostgresDurableEventStore` (`agent-ledger/postgres`, which needs the
+ * `pg` peer). A `schema` query parameter picks the PostgreSQL schema (default `agent_ledger`).
+ * Read commands open without migrating (a database without the tables is an error); targets of
+ * `copy` and `fork --to` apply the migrations.
+ */
+async function openPostgres(spec: StoreSpec, mustExist: boolean): Promise<OpenedStore> {
+  let mod: typeof import('../postgres.js');
   try {
-    mod = (await import(POSTGRES_MODULE)) as Record<string, unknown>;
-  } catch {
-    throw new CliError(
-      `store ${redactUrl(spec.location)}: the PostgreSQL store is not available yet (agent-ledger/postgres is not part of this build)`,
-    );
+    mod = await import('../postgres.js');
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new CliError(`store ${redactUrl(spec.location)}: the PostgreSQL store could not load (is the pg package installed?): ${reason ?? ''}`);
   }
-  const factory = mod['openPostgresStoreForCli'];
-  if (typeof factory !== 'function') {
-    throw new CliError(`store ${redactUrl(spec.location)}: the PostgreSQL store is not available yet (agent-ledger/postgres has no CLI entry)`);
+  const url = new URL(spec.location);
+  const schema = url.searchParams.get('schema');
+  url.searchParams.delete('schema');
+  try {
+    const store = await mod.PostgresDurableEventStore.open({
+      connectionString: url.toString(),
+      ...(schema === null || schema === '' ? {} : { schema }),
+      migrate: !mustExist,
+      poolSize: 2,
+    });
+    return { spec, store, close: () => store.close() };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CliError(`store ${redactUrl(spec.location)}: ${message.split(url.password === '' ? '\u0000' : url.password).join('***')}`);
   }
-  // SAFETY: the postgres entry documents this factory's shape for the CLI.
-  const opened = (await (factory as (url: string) => Promise<{ store: OpenedStore['store']; close(): Promise<void> }>)(spec.location));
-  return { spec, store: opened.store, close: () => opened.close() };
 }
 
 /** A URL with its password replaced by `***` (for messages). */

@@ -59,7 +59,7 @@ describe('arguments and errors', () => {
       [['events', jsonl, 'perm', '--limit', 'x'], /--limit must be an integer/],
       [['events', jsonl, 'perm', '--type', 'bogus'], /not an event type/],
       [['fork', jsonl, 'forkable', '--at', '99', '--new-session', 'f-x'], /past its head/],
-      [['copy', jsonl, 'postgres://user:secret@127.0.0.1/db', '--session', 'perm'], /PostgreSQL store is not available yet/],
+      [['copy', jsonl, 'postgres://user:secret@127.0.0.1:9/db', '--session', 'perm'], /^agent-ledger: store postgres:\/\/user:\*\*\*@127\.0\.0\.1:9\/db: /],
       [['inspect', 'http://127.0.0.1:9', 'perm'], /AGENT_LEDGER_TOKEN/],
       [['inspect', 'http://user:pw@127.0.0.1:9', 'perm'], /not in the URL/],
     ];
