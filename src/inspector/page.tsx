@@ -140,7 +140,10 @@ const TimelineView: FC<{ inspection: Inspection }> = ({ inspection }) => {
   if (bars.length === 0) return <p class="empty">nothing to draw yet</p>;
   const now = inspection.nowMs;
   const t0 = Math.min(...bars.map((bar) => bar.startMs));
-  const t1 = Math.max(t0 + 1, ...bars.map((bar) => bar.endMs ?? Math.min(now, Math.max(bar.startMs, now))));
+  // Future deadlines (a sleep until tomorrow) would squash everything else: draw up to now and
+  // mark such bars as still running; their titles keep the real end.
+  const visibleEnd = (bar: TimelineBar): number => Math.max(bar.startMs, Math.min(bar.endMs ?? now, now));
+  const t1 = Math.max(t0 + 1, ...bars.map(visibleEnd));
   const width = 1000;
   const label = 110;
   const rowHeight = 16;
@@ -162,15 +165,16 @@ const TimelineView: FC<{ inspection: Inspection }> = ({ inspection }) => {
             </text>
             {row.bars.map((bar) => {
               const x = scale(bar.startMs);
-              const w = Math.max(2, scale(bar.endMs ?? Math.max(bar.startMs, now)) - x);
-              const duration = formatDuration(barDurationMs(bar, now));
+              const w = Math.max(2, scale(visibleEnd(bar)) - x);
+              const running = bar.endMs === null || bar.endMs > now;
+              const duration = `${formatDuration(barDurationMs(bar, now))}${bar.endMs !== null && bar.endMs > now ? `, until ${new Date(bar.endMs).toISOString()}` : ''}`;
               return (
                 <rect
                   x={x.toFixed(1)}
                   y={index * rowHeight + 2}
                   width={w.toFixed(1)}
                   height={rowHeight - 4}
-                  class={`bar ${bar.lane} ${bar.endMs === null ? 'open' : ''} ${bar.status}`}
+                  class={`bar ${bar.lane} ${running ? 'open' : ''} ${bar.status}`}
                   data-id={bar.id}
                 >
                   <title>{`${bar.label}: ${bar.status}, ${duration}${bar.startSequence === undefined ? '' : ` (events ${bar.startSequence}–${bar.endSequence ?? '…'})`}`}</title>

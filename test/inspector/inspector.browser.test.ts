@@ -99,6 +99,15 @@ describe('inspector page in Chromium', () => {
     await page.screenshot({ path: artifact('3-tool-started.png'), fullPage: true });
     expect(await agentDone).toBe('committed');
 
+    // Deliver the event the deploy run is waiting for, through the page's form.
+    const waitForm = page.locator('#waits form[data-action="deliver"]');
+    await waitForm.locator('textarea').fill('{"approvedBy":"operator"}');
+    await waitForm.locator('button').click();
+    await page.locator('#action-status.ok', { hasText: 'delivered approval to run-1' }).waitFor({ timeout: 20_000 });
+    await page.reload();
+    expect(await page.locator('#waits').count()).toBe(0);
+    await page.screenshot({ path: artifact('4-delivered.png'), fullPage: true });
+
     // The token never appears in a URL the browser requested, and the page ran under its CSP.
     expect(requestedUrls.length).toBeGreaterThan(3);
     expect(requestedUrls.filter((url) => url.includes(serve?.token ?? '\u0000'))).toEqual([]);
