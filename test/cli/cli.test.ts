@@ -131,6 +131,28 @@ describe('reading', () => {
   }, 60_000);
 });
 
+describe('progress', () => {
+  it('draws a progress bar on a terminal only; stdout is the same either way', async () => {
+    const run = (preload: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+      new Promise((resolve) => {
+        const child = spawn(process.execPath, [...preload, '--import', 'tsx', CLI_SOURCE, 'verify', jsonl, 'perm'], { cwd: ROOT });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+    const terminal = await run(['--import', path.join(ROOT, 'test/cli/fixtures/fake-tty.mjs')]);
+    const piped = await run([]);
+    expect(terminal.code).toBe(0);
+    expect(terminal.stderr).toContain('verify perm [');
+    expect(piped.stderr).toBe('');
+    expect(terminal.stdout).toBe(piped.stdout);
+    const json = await runCli(['verify', jsonl, 'perm', '--json']);
+    expect(json.stderr).toBe('');
+  }, 60_000);
+});
+
 describe('verify', () => {
   it('passes a healthy store and names the line of each corrupt one', async () => {
     const ok = await runCli(['verify', jsonl, '--json']);
