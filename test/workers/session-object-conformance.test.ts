@@ -56,7 +56,7 @@ describe('runStoreConformance against DurableObjectEventStore (workerd)', () => 
 
   it('passes the lease handle and recovery suites', async () => {
     const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
-    const result = await runStoreConformance<DurableObjectEventStore>({
+    const result = await runStoreConformance<DurableEventStore>({
       createStore: () => new DurableObjectEventStore(env.SESSIONS),
       restart: async () => {
         await abortAllDurableObjects();
