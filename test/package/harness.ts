@@ -100,7 +100,7 @@ export async function runOk(command: string, args: readonly string[], options: P
 }
 
 /** `npm` as a Node script (no shell, no PATH lookup). */
-function npmCli(): string {
+export function npmCli(): string {
   const candidates = [
     path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js'),
   ];

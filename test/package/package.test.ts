@@ -17,14 +17,15 @@
  * One pack and one install per project are shared by every test of this file. Entries declared in
  * `package.json` whose source has not landed yet are skipped with a warning.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageEntries, type PackageEntry } from '../../scripts/package-entries.js';
 import { checkPackedTarball } from '../../scripts/check-package.js';
-import { installConsumer, offlineEnv, packPackage, ROOT, run, runOk, type PackedPackage } from './harness.js';
+import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, runOk, type ConsumerManifest, type PackedPackage } from './harness.js';
 import { readmeSnippets } from './readme-snippets.js';
+import { startLocalWorker } from '../http/local-worker.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'package', 'fixtures');
 const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-'));
@@ -191,6 +192,27 @@ catch (error) { results[${JSON.stringify(entry.specifier)}] = { code: error.code
   }, 180_000);
 });
 
+describe('the README client snippet', () => {
+  it('runs with plain node against a locally started Worker (the repository app)', async () => {
+    const snippets = readmeSnippets().filter((snippet) => snippet.runner === 'client');
+    expect(snippets.length).toBeGreaterThan(0);
+    await typeCheck('node.nodenext');
+    const worker = await startLocalWorker();
+    try {
+      for (const snippet of snippets) {
+        const output = await runOk(process.execPath, [path.join(app, 'out', 'snippets', `${snippet.name}.js`)], {
+          cwd: app,
+          env: offlineEnv({ AGENT_LEDGER_URL: worker.url.origin, AGENT_LEDGER_TOKEN: worker.adminToken }),
+          timeoutMs: 60_000,
+        });
+        for (const expected of snippet.expectOutput) expect(output, snippet.name).toContain(expected);
+      }
+    } finally {
+      await worker.stop();
+    }
+  }, 180_000);
+});
+
 describe('optional peer dependencies', () => {
   const jsonlScript = `
 import { SessionId } from 'agent-ledger';
@@ -299,4 +321,44 @@ describe('a user Worker', () => {
     expect(bundle).toMatch(/MySessionObject = class extends SessionObject/);
     expect(bundle).not.toMatch(/from\s+["']node:/);
   }, 120_000);
+});
+
+/** Tools the repository provides on PATH instead of installing a second copy into each example. */
+const PROVIDED_TOOLS = new Set(['wrangler', 'typescript', 'tsx', 'vitest']);
+const EXAMPLES = path.join(ROOT, 'examples');
+const examples = existsSync(EXAMPLES)
+  ? readdirSync(EXAMPLES, { withFileTypes: true })
+      .filter((dirent) => dirent.isDirectory() && existsSync(path.join(EXAMPLES, dirent.name, 'package.json')))
+      .map((dirent) => dirent.name)
+      .sort()
+  : [];
+
+describe('examples (examples/README.md)', () => {
+  it('has examples', () => {
+    expect(examples).toContain('worker-app');
+  });
+
+  it.each(examples)('examples/%s: installs from the tarball offline and passes its own npm test', async (name) => {
+    const dir = path.join(work, 'examples', name);
+    cpSync(path.join(EXAMPLES, name), dir, {
+      recursive: true,
+      filter: (source) => !/[\\/](node_modules|\.wrangler|dist)([\\/]|$)/.test(path.relative(EXAMPLES, source)),
+    });
+    const manifestPath = path.join(dir, 'package.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ConsumerManifest;
+    expect(manifest.dependencies?.['agent-ledger'] ?? manifest.devDependencies?.['agent-ledger'], 'depends on agent-ledger').toBeDefined();
+    expect((manifest['scripts'] as Record<string, string> | undefined)?.['test'], 'has a test script').toBeDefined();
+    if (manifest.devDependencies !== undefined) {
+      for (const tool of PROVIDED_TOOLS) delete manifest.devDependencies[tool];
+    }
+    writeJson(manifestPath, manifest);
+    await installConsumer(dir, packed);
+    const pathVariable = [path.join(ROOT, 'node_modules', '.bin'), process.env['PATH'] ?? ''].join(path.delimiter);
+    const result = await run(process.execPath, [npmCli(), 'test'], {
+      cwd: dir,
+      env: offlineEnv({ PATH: pathVariable }),
+      timeoutMs: 240_000,
+    });
+    expect(result.code, result.output).toBe(0);
+  }, 300_000);
 });
