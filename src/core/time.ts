@@ -2,7 +2,7 @@
  * Time as an injectable dependency: the clocks and timers of the lease handle (heartbeat,
  * watchdog, local expiry window) and of store-call deadlines (`withDeadline`).
  *
- * {@link systemTime} is the real thing (`Date.now`, `performance.now`, unreferenced `setTimeout`).
+ * {@link systemTime} is the real thing (`Date.now`, `performance.now`, `setTimeout`).
  * {@link ManualTimeSource} is a deterministic stand-in for tests: time only moves when the test
  * calls `advance`, timers fire in due order, and the promise work each one starts runs before the
  * next fires. A test driven by it cannot flake on a loaded machine: nothing depends on how fast
@@ -15,8 +15,11 @@ export interface TimeSource {
   wallNow(): number;
   /** Monotonic milliseconds (as `performance.now()`): never steps backwards. */
   monotonicNow(): number;
-  /** Calls `callback` once after `delayMs`; must not keep a process alive by itself. */
-  setTimer(callback: () => void, delayMs: number): unknown;
+  /**
+   * Calls `callback` once after `delayMs`. A `background` timer (a heartbeat, a watchdog) must not
+   * keep the process alive by itself; a deadline of a pending call does.
+   */
+  setTimer(callback: () => void, delayMs: number, background?: boolean): unknown;
   /** Cancels a timer of {@link setTimer} (a no-op for one that fired or was cleared). */
   clearTimer(handle: unknown): void;
 }
@@ -25,10 +28,11 @@ export interface TimeSource {
 export const systemTime: TimeSource = {
   wallNow: () => Date.now(),
   monotonicNow: () => performance.now(),
-  setTimer(callback, delayMs) {
+  setTimer(callback, delayMs, background = false) {
     const timer = setTimeout(callback, delayMs);
+    // Node timers have `unref`; other runtimes do not keep a process alive for timers anyway.
     const unref = (timer as { unref?: () => void }).unref;
-    if (typeof unref === 'function') unref.call(timer);
+    if (background && typeof unref === 'function') unref.call(timer);
     return timer;
   },
   clearTimer(handle) {

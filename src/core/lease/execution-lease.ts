@@ -341,7 +341,7 @@ export class DurableExecutionLease {
     this.#watchdog = this.#time.setTimer(() => {
       this.#watchdog = undefined;
       if (this.#checkExpiry()) this.#armWatchdog();
-    }, delayMs);
+    }, delayMs, true);
   }
 
   /** Next heartbeat: one interval after the last acquisition or renewal was sent. */
@@ -352,7 +352,7 @@ export class DurableExecutionLease {
       this.#heartbeat = undefined;
       // A failed renewal has already aborted `signal`; nobody awaits this promise.
       this.#serialize(() => this.#renew()).catch(() => undefined);
-    }, delayMs);
+    }, delayMs, true);
   }
 
   #stopTimers(): void {
