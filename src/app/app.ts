@@ -16,8 +16,10 @@ import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
 import type { SessionObjectNamespaceLike } from '../adapters/durable-object/durable-object-store.js';
 import { DEFAULT_SESSION_BINDING } from './env.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
+import { agentRoutes } from './routes/agent.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
+import { inspectRoutes } from './routes/inspect.js';
 import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
 import { metaRoutes } from './routes/meta.js';
@@ -38,7 +40,9 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   runRoutes,
   journalRoutes,
   recoveryRoutes,
+  agentRoutes,
   checkpointRoutes,
+  inspectRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */
