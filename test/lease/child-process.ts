@@ -58,7 +58,7 @@ export function startHolder(config: Record<string, unknown>): Holder {
     lines,
     stderr: () => stderr,
     exited,
-    waitFor(match, what, timeoutMs = 20_000) {
+    waitFor(match, what, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => finish(new Error(`${what}: not within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
         const check = (): void => {

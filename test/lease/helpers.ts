@@ -66,10 +66,16 @@ export function codeOf(value: unknown): unknown {
   return (value as { code?: unknown } | null | undefined)?.code;
 }
 
-/** Blocks the event loop for `ms` (a stand-in for a GC pause or a stopped process: no timer runs). */
+/**
+ * Blocks the event loop for at least `ms` of real time (a stand-in for a GC pause or a stopped
+ * process: no timer runs). It sleeps the thread in `Atomics.wait` rather than spinning, so a stall
+ * does not itself load a busy machine; the loop re-checks the monotonic clock, so the stall is
+ * never shorter than asked.
+ */
 export function blockEventLoop(ms: number): void {
+  const cell = new Int32Array(new SharedArrayBuffer(4));
   const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy wait on purpose
+  for (let left = ms; left > 0; left = until - performance.now()) {
+    Atomics.wait(cell, 0, 0, Math.ceil(left));
   }
 }
