@@ -3,6 +3,7 @@
  * fencing, release, and `withExecutionLease` serialization. Store-side expiry is forced by
  * jumping the store's clock, so nothing waits for a TTL to pass unless the test is about time.
  */
+import { ManualTimeSource, type TimeSource } from '../../src/core/time.js';
 import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
@@ -38,7 +39,7 @@ async function acquire(
   store: Parameters<typeof DurableExecutionLease.acquire>[0],
   sessionId: SessionId,
   ownerId = OWNER_A,
-  extra: { ttlMs?: number; heartbeatIntervalMs?: number; storeTimeoutMs?: number } = {},
+  extra: { ttlMs?: number; heartbeatIntervalMs?: number; storeTimeoutMs?: number; time?: TimeSource } = {},
 ): Promise<DurableExecutionLease> {
   const lease = await DurableExecutionLease.acquire(store, sessionId, {
     ownerId,
@@ -55,14 +56,17 @@ afterEach(async () => {
 });
 
 describe('DurableExecutionLease: heartbeats and fencing', () => {
-  it('heartbeats keep the lease alive past several TTLs', async () => {
-    const store = new LeaseFaultStore(new MemoryDurableEventStore());
+  it('heartbeats keep the lease alive past several TTLs (manual clock)', async () => {
+    // Store and handle share a manual clock: four TTLs pass only when the test says so, however
+    // loaded the machine is, and every heartbeat due in them runs to completion in order.
+    const time = new ManualTimeSource();
+    const store = new LeaseFaultStore(new MemoryDurableEventStore({ clock: () => time.wallNow() }));
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId);
+    const lease = await acquire(store, sessionId, OWNER_A, { time });
     const first = lease.record;
     expect(lease.fence.fencingToken).toBe(1);
 
-    await sleep(TTL_MS * 4);
+    await time.advance(TTL_MS * 4);
 
     expect(lease.signal.aborted).toBe(false);
     expect(store.callsOf('renew').length).toBeGreaterThanOrEqual(4);
