@@ -46,7 +46,7 @@ for (const entry of entries.filter((e) => !e.present)) {
 }
 
 let packed: PackedPackage;
-/** Node consumer: agent-ledger + fs-native-extensions (no better-sqlite3) + types for tsc. */
+/** Node consumer: agent-ledger + the optional peers except better-sqlite3 (fs-native-extensions, pg) + types for tsc. */
 const app = path.join(work, 'app');
 /** Node consumer with better-sqlite3 and without fs-native-extensions. */
 const sqliteApp = path.join(work, 'sqlite-app');
@@ -63,9 +63,10 @@ beforeAll(async () => {
     name: 'consumer-app',
     private: true,
     type: 'module',
-    dependencies: { 'agent-ledger': '*', 'fs-native-extensions': pinned('fs-native-extensions'), ws: pinned('ws') },
+    dependencies: { 'agent-ledger': '*', 'fs-native-extensions': pinned('fs-native-extensions'), pg: pinned('pg'), ws: pinned('ws') },
     devDependencies: {
       '@types/node': pinned('@types/node'),
+      '@types/pg': pinned('@types/pg'),
       '@types/ws': pinned('@types/ws'),
       '@cloudflare/workers-types': pinned('@cloudflare/workers-types'),
     },
