@@ -312,6 +312,40 @@ describe.each(MUTATIONS.map(([operation, method]) => ({ operation, method })))('
   });
 });
 
+/** A coordinator whose operations are `HttpDurableEventStore.recover` calls (the client side of the table). */
+function coordinatorOverClient(sessionId: SessionId): DurableSessionRecoveryCoordinator {
+  const methods: Record<string, (input: unknown) => Promise<unknown>> = {};
+  for (const operation of RECOVERY_MUTATIONS) {
+    methods[operation] = (input) => store.recover(sessionId, operation, input as never);
+  }
+  // SAFETY: the operation cases call only the seven operation methods defined above.
+  return methods as unknown as DurableSessionRecoveryCoordinator;
+}
+
+describe.each(operationCases)('HttpDurableEventStore.recover: $name', (op) => {
+  it('runs the operation inside the object through its route, idempotent by commandId', async () => {
+    const sessionId = freshSession(`client-${op.name}`);
+    const head = (await seedSession(store, sessionId, op.state().events)) ?? 0;
+    const observed = (await store.projection(sessionId)).projection;
+    const coordinator = coordinatorOverClient(sessionId);
+    const result = await op.run(coordinator, CommandId('cl-1'), observed);
+    expect(result).toMatchObject({ status: 'committed', headSequence: head + op.types.length });
+    expect((await op.run(coordinator, CommandId('cl-1'), observed)).status).toBe('reconciled');
+  });
+});
+
+describe('HttpDurableEventStore: commit, projection, planResume', () => {
+  it('commits a command and answers planResume through the client', async () => {
+    const sessionId = freshSession('client-commit');
+    expect(await store.commit(sessionId, created('c-1'))).toMatchObject({ status: 'committed', headSequence: 1 });
+    expect(await store.commit(sessionId, created('c-1'))).toMatchObject({ status: 'replayed' });
+    const conflict = await rejectionOf(store.commit(sessionId, { ...created('c-1'), events: [steering('x', 'y')] }));
+    expect(conflict).toBeInstanceOf(DurableCommandConflictError);
+    expect(await store.recover(sessionId, 'planResume', undefined)).toMatchObject({ action: 'none', headSequence: 1 });
+    expect((await store.projection(sessionId)).headSequence).toBe(1);
+  });
+});
+
 describe('recovery routes: errors, plan-resume, routing', () => {
   it('answers the coordinator codes for a missing target, a wrong state and a malformed body', async () => {
     const sessionId = freshSession('recovery-errors');

@@ -16,8 +16,16 @@
  *    subscription per listener; see `websocket-watch.ts`.
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
+import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
-import { checkExpectedLastSequence, checkSessionId, planRead, validateDraftBatch } from '../../core/log-engine.js';
+import {
+  buildReadPage,
+  checkExpectedLastSequence,
+  checkSessionId,
+  planRead,
+  validateDraftBatch,
+} from '../../core/log-engine.js';
 import type {
   DurableAppendListener,
   DurableAppendOptions,
@@ -34,11 +42,14 @@ import type {
 } from '../../core/store.js';
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
-import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
-import { isRecord, leaseFailures, malformed, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
-import { HTTP_PATHS } from '../../protocol/http-paths.js';
+import { commandFailures, isRecord, leaseFailures, malformed, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
+import { HTTP_PATHS, recoveryPathTemplate } from '../../protocol/http-paths.js';
+import { RECOVERY_OPERATIONS, isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
+import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';
+import type { RecoveryInputs, RecoveryResults, SessionProjectionResult } from '../durable-object/journal-rpc.js';
 import { WebSocketWatch, type WebSocketConstructorLike } from './websocket-watch.js';
 
 /** Default deadline of one HTTP call. */
@@ -65,6 +76,12 @@ export interface HttpDurableEventStoreOptions {
   onWatchError?: (error: unknown) => void;
 }
 
+/** Options of the journal and recovery calls of {@link HttpDurableEventStore}. */
+export interface HttpJournalCallOptions extends DurableStoreCallOptions {
+  /** The execution lease the caller holds (required once the session has lease state). */
+  executionFence?: DurableExecutionFence | undefined;
+}
+
 interface RequestSpec {
   method: 'GET' | 'POST';
   path: string;
@@ -84,7 +101,7 @@ interface RequestSpec {
  * const store = new HttpDurableEventStore({ baseUrl: 'https://ledger.example.com', token, WebSocket });
  * const journal = await DurableSessionJournal.open(store, SessionId('session-1'));
  */
-export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurableCheckpointStore {
   /** Push notifications over a WebSocket; absent when no WebSocket constructor is available. */
   readonly watch?: (sessionId: SessionId, listener: DurableAppendListener) => () => void;
 
@@ -186,7 +203,9 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
       throw malformed('read');
     }
     // SAFETY: shape checked above; the Worker sends the object's DurableReadResult unchanged.
-    return result as unknown as DurableReadResult;
+    const page = result as unknown as DurableReadResult;
+    // The Worker cuts pages at MAX_READ_PAGE_BYTES; a smaller budget is applied here.
+    return options.maxBytes === undefined ? page : buildReadPage(page.events, plan, page.headSequence);
   }
 
   async getHeadSequence(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<EventSequence | null> {
@@ -201,6 +220,39 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (head !== null && typeof head !== 'number') throw malformed('getHeadSequence');
     // SAFETY: a number from the Worker's head route is a stored sequence.
     return head as EventSequence | null;
+  }
+
+  /** The session's latest projection checkpoint, read from its object (`GET .../checkpoint`). */
+  async readCheckpoint(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<DurableCheckpointRecord | null> {
+    const id = checkSessionId(sessionId);
+    const result = await this.#request({
+      method: 'GET',
+      path: sessionPath(HTTP_PATHS.checkpoint, id),
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'readCheckpoint'),
+    });
+    const wire = isRecord(result) ? result['checkpoint'] : undefined;
+    if (wire === null) return null;
+    if (!isRecord(wire) || typeof wire['sequence'] !== 'number' || typeof wire['eventId'] !== 'string' || typeof wire['data'] !== 'string') {
+      throw malformed('readCheckpoint');
+    }
+    const data = decodeBase64Url(wire['data']);
+    if (data === undefined) throw malformed('readCheckpoint');
+    // SAFETY: checked above; core checks the checkpoint against the log before using it.
+    return { sequence: wire['sequence'] as EventSequence, eventId: wire['eventId'] as EventId, data };
+  }
+
+  /** Replaces the session's projection checkpoint in its object (`POST .../checkpoint`). */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options: DurableStoreCallOptions = {}): Promise<void> {
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    await this.#request({
+      method: 'POST',
+      path: sessionPath(HTTP_PATHS.checkpoint, id),
+      body: { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) },
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'writeCheckpoint'),
+    });
   }
 
   async acquireExecutionLease(
@@ -279,6 +331,74 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
 
   async requiresExecutionLease(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<boolean> {
     return (await this.#leaseState(sessionId, options.signal, 'requiresExecutionLease')).requiresExecutionLease;
+  }
+
+  /**
+   * Commits one journal command inside the session's object (`POST /commands`): idempotent by
+   * `commandId`, previewed, optionally head-pinned. The same answer as `DurableSessionJournal.commit`.
+   */
+  async commit(
+    sessionId: SessionId,
+    command: DurableJournalCommand,
+    options: HttpJournalCallOptions = {},
+  ): Promise<DurableCommitResult> {
+    const id = checkSessionId(sessionId);
+    const result = await this.#request({
+      method: 'POST',
+      path: sessionPath(HTTP_PATHS.commands, id),
+      body: { ...command, ...(options.executionFence === undefined ? {} : { executionFence: options.executionFence }) },
+      signal: options.signal,
+      failures: commandFailures('commit', command?.commandId),
+    });
+    if (!isRecord(result) || typeof result['status'] !== 'string') throw malformed('commit');
+    // SAFETY: shape checked above; the Worker sends the journal's result unchanged.
+    return result as unknown as DurableCommitResult;
+  }
+
+  /** The session's projection, recovery plan and head, computed inside its object (`GET /projection`). */
+  async projection(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<SessionProjectionResult> {
+    const id = checkSessionId(sessionId);
+    const result = await this.#request({
+      method: 'GET',
+      path: sessionPath(HTTP_PATHS.projection, id),
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'projection'),
+    });
+    if (!isRecord(result) || !isRecord(result['projection'])) throw malformed('projection');
+    // SAFETY: shape checked above; the Worker sends the object's projection result unchanged.
+    return result as unknown as SessionProjectionResult;
+  }
+
+  /**
+   * Runs one recovery operation (a row of `RECOVERY_OPERATIONS`) inside the session's object,
+   * through its route: `POST .../recovery/<segment>` for a mutation, `GET` for `planResume`.
+   */
+  async recover<O extends RecoveryOperation>(
+    sessionId: SessionId,
+    operation: O,
+    input: RecoveryInputs[O],
+    options: HttpJournalCallOptions = {},
+  ): Promise<RecoveryResults[O]> {
+    const id = checkSessionId(sessionId);
+    if (!isRecoveryOperation(operation)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `unknown recovery operation ${JSON.stringify(String(operation))}`);
+    }
+    const path = sessionPath(recoveryPathTemplate(operation), id);
+    const mutates = RECOVERY_OPERATIONS[operation].mutates;
+    const body: Record<string, unknown> = isRecord(input) ? { ...input } : {};
+    if (options.executionFence !== undefined) body['executionFence'] = options.executionFence;
+    const result = await this.#request({
+      method: mutates ? 'POST' : 'GET',
+      path,
+      ...(mutates ? { body } : {}),
+      signal: options.signal,
+      failures: mutates
+        ? commandFailures(operation, isRecord(input) ? input['commandId'] : undefined)
+        : storeFailures('DURABLE_EVENT_UNAVAILABLE', operation),
+    });
+    if (!isRecord(result)) throw malformed(operation);
+    // SAFETY: the route answers with this operation's result (validated by the object).
+    return result as unknown as RecoveryResults[O];
   }
 
   async #leaseState(

@@ -2,7 +2,12 @@
  * Helpers of `HttpDurableEventStore`: the errors a call reports when its outcome is unknown
  * (transport failure, deadline), the session id as a URL path segment, and body shape checks.
  */
-import { DurableEventStoreError, DurableExecutionLeaseTimeoutError, type DurableError } from '../../protocol/errors.js';
+import {
+  DurableCommandOutcomeUnknownError,
+  DurableEventStoreError,
+  DurableExecutionLeaseTimeoutError,
+  type DurableError,
+} from '../../protocol/errors.js';
 import { httpPath } from '../../protocol/http-paths.js';
 import type { SessionId } from '../../protocol/ids.js';
 
@@ -24,6 +29,20 @@ export function storeFailures(transportCode: 'DURABLE_EVENT_WRITE_FAILED' | 'DUR
         { cause },
       ),
     timeout: () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `${what}: no answer within the deadline`),
+  };
+}
+
+/** Failures of a command (journal or recovery): the outcome is unknown; resubmit the same command. */
+export function commandFailures(what: string, commandId: unknown): FailureKinds {
+  const id = typeof commandId === 'string' ? commandId : '(unknown)';
+  const make = (message: string, cause?: unknown): DurableCommandOutcomeUnknownError =>
+    new DurableCommandOutcomeUnknownError(`${what}: ${message}; resubmit command ${id} to reconcile`, {
+      ...(cause === undefined ? {} : { cause }),
+      details: { commandId: id },
+    });
+  return {
+    transport: (cause) => make('the request failed in transit; the outcome is unknown', cause),
+    timeout: () => make('no answer within the deadline; the outcome is unknown'),
   };
 }
 

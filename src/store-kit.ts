@@ -1,0 +1,134 @@
+/**
+ * `agent-ledger/store-kit`: what a store author needs beyond `agent-ledger`.
+ *
+ * A new backend (another database, another runtime) implements `DurableEventStore`,
+ * `DurableExecutionLeaseStore` and `DurabilityLedgerStore` (types in `agent-ledger`) and proves
+ * it with `agent-ledger/conformance`. This entry holds the shared, runtime-neutral parts every
+ * built-in backend is made of, so a new one decides exactly like them:
+ * - the log engine: draft validation, append planning (sequences, IDs, fence and
+ *   compare-and-append checks), read planning and paging, lease decisions;
+ * - the durability ledger engine: record validation, identities, planning and paging;
+ * - the SQL adapter (`SqlDurableEventStore`, `SqlDurability`) over any synchronous SQLite driver;
+ * - the protocol's limits, zod schemas, JSON and timestamp helpers, cursor constants;
+ * - deadline and abort helpers, and the test hooks the conformance suites use.
+ * Runtime-neutral: nothing here imports `node:*`, `cloudflare:*` or `hono`.
+ */
+
+// ---- the log engine ----
+export {
+  MAX_LEASE_TTL_MS,
+  MIN_LEASE_TTL_MS,
+  buildReadPage,
+  checkExpectedLastSequence,
+  checkFence,
+  checkReadCursor,
+  checkSessionId,
+  decideAcquire,
+  decideRelease,
+  decideRenew,
+  leaseRecord,
+  parseDraftBatchJson,
+  parseLeaseState,
+  planAppend,
+  planRead,
+  validateDraftBatch,
+  validateDraftBatchStrict,
+  type AppendPlanInput,
+  type LeaseState,
+  type ReadPlan,
+} from './core/log-engine.js';
+export type { StoreTestHooks } from './core/store.js';
+export { anySignal, newAbortError, withDeadline } from './core/abort.js';
+
+// ---- the durability ledger engine ----
+export {
+  DEFAULT_DURABILITY_READ_LIMIT,
+  MAX_DURABILITY_READ_LIMIT,
+  MAX_DURABILITY_RECORD_BYTES,
+  MAX_DURABILITY_SCOPE_LENGTH,
+  DurabilityLedgerView,
+  MAX_TIMER_INTERVAL_MS,
+  buildDurabilityPage,
+  checkDurabilityCursor,
+  checkDurabilityKey,
+  checkDurabilityScope,
+  checkDurabilitySessionId,
+  checkDurabilityValue,
+  decodeDurabilityRecord,
+  deliveryAddress,
+  describeInvalidDeadline,
+  describeInvalidScope,
+  durabilityIdentity,
+  encodeDurabilityRecord,
+  isDurabilityLedgerStore,
+  parseDurabilityRecord,
+  planDurabilityRead,
+  planDurabilityRecord,
+  validateDurabilityDraft,
+  type DurabilityPlanInput,
+  type DurabilityReadPlan,
+  type DurabilityRecordExpectation,
+  type WaitDecision,
+} from './core/durability/index.js';
+
+// ---- the SQL adapter (any synchronous SQLite driver) ----
+export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './adapters/sql/sql-store.js';
+export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './adapters/sql/sql-durability.js';
+export type { SqlDriver, SqlValue } from './adapters/sql/driver.js';
+
+// ---- projector and recovery internals a store or transport may need ----
+export {
+  classifyToolAttempt,
+  isToolResponseConfirmed,
+  planDurableRecovery,
+  projectionRuleOf,
+  type DurableProjectionRule,
+  type DurableToolRecoveryClass,
+} from './core/projector/index.js';
+export {
+  DEFAULT_MAX_CONTINUATION_RESPONSE_BYTES,
+  DEFAULT_RECOVERY_REASON,
+  MAX_CONTINUATION_RESPONSE_BYTES,
+  RECOVERY_CONTINUATION_KIND,
+  RECOVERY_CONTINUATION_VERSION,
+  ROLLOVER_REASON,
+} from './core/recovery/index.js';
+export { RECOVERY_INPUT_PARSERS } from './core/recovery/input-parsers.js';
+export {
+  PLAN_RESUME_OPERATION,
+  RECOVERY_MUTATIONS,
+  RECOVERY_OPERATION_NAMES,
+  isRecoveryMutation,
+  isRecoveryOperation,
+  recoveryCommandFields,
+  recoveryOperationSpec,
+  type RecoveryOperationSpec,
+  type RecoveryResponseKind,
+} from './protocol/recovery-operations.js';
+export { DEFAULT_MAX_CONFLICT_RETRIES, MAX_CONFLICT_RETRIES } from './core/journal/index.js';
+export { DEFAULT_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS } from './core/subscription/index.js';
+
+// ---- protocol details: limits, schemas, JSON, time, cursors, correlation ----
+export * from './protocol/limits.js';
+export * from './protocol/event-schemas.js';
+export { MAX_ID_LENGTH, describeInvalidId, type Brand } from './protocol/ids.js';
+export {
+  DURABLE_EVENT_CORRELATION,
+  durableEventDraftSchema,
+  durableEventEnvelopeSchema,
+  encodedEventBytes,
+  type CorrelationIdTypes,
+  type CorrelationKey,
+} from './protocol/events.js';
+export { isModelTerminalType, isRequestTerminalType, isToolTerminalType, isTurnTerminalType } from './protocol/event-types.js';
+export { DURABLE_EVENT_CURSOR_VERSION, MAX_CURSOR_TEXT_LENGTH } from './protocol/cursor.js';
+export {
+  canonicalJson,
+  cloneJson,
+  describeLosslessJsonProblem,
+  jsonEquals,
+  jsonObjectSchema,
+  jsonValueSchema,
+  utf8ByteLength,
+} from './protocol/json.js';
+export { isIsoTimestamp, nowIsoTimestamp } from './protocol/timestamp.js';
