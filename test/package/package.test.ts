@@ -17,7 +17,8 @@
  * One pack and one install per project are shared by every test of this file. Entries declared in
  * `package.json` whose source has not landed yet are skipped with a warning.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,9 +82,10 @@ beforeAll(async () => {
   await Promise.all([installConsumer(app, packed), installConsumer(sqliteApp, packed)]);
 }, 360_000);
 
-afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
-});
+afterAll(async () => {
+  // Several installed projects and wrangler state: removing them can take a while on a busy disk.
+  await rm(work, { recursive: true, force: true, maxRetries: 3 });
+}, 180_000);
 
 function node(cwd: string, script: string, args: string[] = []): Promise<string> {
   return runOk(process.execPath, [script, ...args], { cwd, env: offlineEnv(), timeoutMs: 60_000 });
