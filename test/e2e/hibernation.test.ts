@@ -24,7 +24,7 @@ import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const VARS = { ADMIN_TOKEN, TOKEN_SECRET: 'e2e-token-secret-0123456789abcdef' };
-const CONFIG = 'test/e2e/fixtures/wrangler.e2e.toml';
+const CONFIG = 'test/e2e/fixtures/hibernation/wrangler.toml';
 /** Idle time per round before looking whether the object was evicted (workerd's idle timeout is ~10 s). */
 const IDLE_ROUND_MS = 12_000;
 const MAX_ROUNDS = 8;
