@@ -75,6 +75,18 @@ if (adminToken) {
   console.log(`  curl -s ${auth} ${baseUrl}/v1/sessions/demo/projection`);
   console.log(`  API reference: ${baseUrl}/docs`);
 }
+// ---- edge agent demo (edge-agent helper; keep this block separate) ----
+console.log('');
+console.log('Watch the demo agent run inside its Durable Object (deterministic local model, no key):');
+console.log(`  node scripts/agent-demo.mjs "How many words is this?"`);
+if (adminToken) {
+  console.log(
+    `  or: curl -s -H 'Authorization: Bearer ${adminToken}' -H 'content-type: application/json' \\\n` +
+      `    ${baseUrl}/v1/sessions/demo-agent/requests -d '{"commandId":"c1","input":"hello edge agents"}'`,
+  );
+  console.log(`  and subscribe: ws://${host}:${port}/v1/sessions/demo-agent/subscribe?access_token=<admin token>`);
+}
+// ---- end of edge agent demo ----
 console.log('');
 console.log(`Local state lives in ${path.join(root, '.wrangler', 'state')}; to start from an empty ledger, stop`);
 console.log('this server and delete that directory (rm -rf .wrangler/state).');
