@@ -176,7 +176,7 @@ describe('scripts/start.mjs (wrangler dev)', () => {
         );
       }
       for (const round of answers) {
-        for (const [index, answer] of round.entries()) expect(answer.status, `${pasted[index]}\n${answer.body}`).toBe('200');
+        for (const [index, answer] of round.entries()) expect(answer.status, `${pasted[index]}\n${answer.body}`).toMatch(/^2\d\d$/);
       }
       const commandIndex = pasted.findIndex((command) => command.includes('/commands'));
       expect(commandIndex).toBeGreaterThanOrEqual(0);
