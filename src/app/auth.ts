@@ -6,7 +6,8 @@
  *    `access_token` query parameter or a `bearer.<token>` WebSocket subprotocol.
  * 2. {@link authenticate} turns it into a {@link Principal}: the admin token (a Worker secret,
  *    compared in constant time through SHA-256 digests), or a session token: an HS256 JWT signed
- *    with `TOKEN_SECRET` (`hono/jwt`) whose claims are `{ sub: sessionId, scopes, exp, aud }`.
+ *    with `TOKEN_SECRET` (`hono/jwt`) whose claims are `{ sub: sessionId, scopes, iat, exp, aud }`,
+ *    living at most {@link MAX_TOKEN_TTL_SECONDS} (`exp - iat`, and `exp` from now), checked here.
  * 3. {@link authorize} checks a principal against a route's {@link AccessRule}: admin may do
  *    everything; a session token only its own session and only its scopes.
  * Tokens are never logged and never echoed in error messages (hono's JWT errors embed the token,
@@ -60,8 +61,12 @@ const claimsSchema = z.object({
   sub: z.string().refine(isValidId),
   scopes: z.array(z.enum(TOKEN_SCOPES)).min(1),
   exp: z.number().int(),
+  iat: z.number().int(),
   aud: z.literal(TOKEN_AUDIENCE),
 });
+
+/** Clock skew tolerated on `iat` (a token "issued" later than this in the future is refused). */
+const ISSUED_AT_SKEW_SECONDS = 60;
 
 const TOKEN_CHARS = /^[A-Za-z0-9._~+/=-]+$/;
 
@@ -133,6 +138,13 @@ export async function authenticate(secrets: AuthSecrets, token: string | undefin
   }
   const claims = claimsSchema.safeParse(payload);
   if (!claims.success) throw unauthorized('the bearer token is not a session token');
+  // The lifetime cap holds at verification too, not only when minting: a token signed elsewhere
+  // with the secret (or minted before the cap was lowered) lives at most MAX_TOKEN_TTL_SECONDS.
+  const { iat, exp } = claims.data;
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  if (iat > nowSeconds + ISSUED_AT_SKEW_SECONDS || exp - iat > MAX_TOKEN_TTL_SECONDS || exp - nowSeconds > MAX_TOKEN_TTL_SECONDS) {
+    throw unauthorized('the bearer token outlives the longest token lifetime');
+  }
   return {
     kind: 'session',
     // SAFETY: `sub` passed isValidId, the SessionId rule.

@@ -1,10 +1,13 @@
 /**
  * Bounded JSON request bodies.
  *
- * 1. A declared `Content-Length` above the limit is refused before a byte is read.
- * 2. Otherwise the body stream is read chunk by chunk with a running byte count; crossing the
- *    limit cancels the stream and refuses, so a chunked or lying upload never sits in memory
- *    beyond the limit.
+ * 1. A declared `Content-Length` above the wire limit ({@link maxWireBytes}: eight times the
+ *    limit) is refused before a byte is read.
+ * 2. Otherwise the body stream is read chunk by chunk and rewritten into its compact spelling
+ *    ({@link JsonCompactor}: no whitespace, no needless `\u` escapes), whose length is what the
+ *    limit counts; crossing it (or the wire limit) cancels the stream and refuses. So a batch the
+ *    stores accept fits whatever the client's encoder escaped (Python's `json.dumps` escapes all
+ *    non-ASCII, Go's `encoding/json` escapes `<>&`), and only compact bytes sit in memory.
  * 3. The bytes must be UTF-8 and JSON; anything else is `DURABLE_EVENT_INVALID_INPUT`.
  * Refusals for size carry `DURABLE_EVENT_LIMIT_EXCEEDED` (413). Before answering, the rest of an
  * oversized upload is read and discarded (never kept) up to {@link MAX_DISCARDED_BODY_BYTES}:
@@ -12,13 +15,16 @@
  * stops reading mid-upload. Past that budget the stream is cancelled.
  */
 import { DurableEventStoreError } from '../protocol/errors.js';
+import { JsonCompactor } from '../protocol/json-compactor.js';
 import { MAX_BATCH_BYTES } from '../protocol/limits.js';
 
 /**
- * Largest request body: a full batch plus room for JSON framing, the fence and escaping
+ * Largest request body in compact JSON: a full batch plus room for JSON framing and the fence
  * (drafts are measured as stored envelopes, which are larger than the drafts themselves).
  */
 export const MAX_REQUEST_BODY_BYTES = MAX_BATCH_BYTES + 1024 * 1024;
+/** Wire bytes allowed per compact byte: six for `\u`-escaped ASCII (Go escapes `<>&`), plus indentation. */
+export const WIRE_BYTES_PER_COMPACT_BYTE = 8;
 /** Largest body of the small control routes (leases, tokens). */
 export const MAX_CONTROL_BODY_BYTES = 64 * 1024;
 /** Most bytes of an oversized upload read (and dropped) so the client can see the 413. */
@@ -90,9 +96,54 @@ export async function readBoundedBytes(request: Request, maxBytes: number): Prom
   return out;
 }
 
-/** Reads and parses a JSON body of at most `maxBytes`. An empty body is `undefined`. */
+/**
+ * Most bytes on the wire for a JSON body whose compact form may take `maxBytes`: escaping one
+ * UTF-8 byte as `\u003c` takes six, and indentation adds a little on top.
+ */
+export function maxWireBytes(maxBytes: number): number {
+  return WIRE_BYTES_PER_COMPACT_BYTE * maxBytes;
+}
+
+/**
+ * Reads a JSON body and returns its compact spelling ({@link JsonCompactor}), refusing with 413
+ * when the compact form exceeds `maxBytes` or the wire bytes exceed {@link maxWireBytes}. Only the
+ * compact bytes are kept, so the limit means the same for every JSON encoder a client may use.
+ */
+export async function readCompactJsonBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const wireLimit = maxWireBytes(maxBytes);
+  const declared = request.headers.get('content-length');
+  if (declared !== null) {
+    const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : Number.NaN;
+    if (!Number.isSafeInteger(length)) throw invalid('Content-Length is not a valid length');
+    if (length > wireLimit) {
+      const body = request.body;
+      if (body !== null && length <= MAX_DISCARDED_BODY_BYTES) await discardRest(body.getReader(), MAX_DISCARDED_BODY_BYTES);
+      throw tooLarge(maxBytes, length);
+    }
+  }
+  const body = request.body;
+  if (body === null) return new Uint8Array(0);
+  const reader = body.getReader();
+  const compactor = new JsonCompactor(maxBytes);
+  let wire = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    wire += value.byteLength;
+    if (wire > wireLimit || !compactor.push(value)) {
+      await discardRest(reader, Math.max(0, MAX_DISCARDED_BODY_BYTES - wire));
+      throw tooLarge(maxBytes);
+    }
+  }
+  return compactor.finish();
+}
+
+/**
+ * Reads and parses a JSON body whose compact form takes at most `maxBytes` (see
+ * {@link readCompactJsonBytes}). An empty body is `undefined`.
+ */
 export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  const bytes = await readBoundedBytes(request, maxBytes);
+  const bytes = await readCompactJsonBytes(request, maxBytes);
   if (bytes.byteLength === 0) return undefined;
   let text: string;
   try {

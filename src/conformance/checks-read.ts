@@ -5,7 +5,7 @@
  */
 import type { DurableEventStore } from '../core/store.js';
 import { EventSequence } from '../protocol/ids.js';
-import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT } from '../protocol/limits.js';
+import { DEFAULT_READ_LIMIT, MAX_EVENT_BYTES, MAX_READ_LIMIT, MAX_READ_PAGE_BYTES } from '../protocol/limits.js';
 import { assert, assertDeepEqual, assertEqual, expectCode } from './assertions.js';
 import { markerDraft, markerDrafts, markerLabel } from './fixtures.js';
 import { seed } from './helpers.js';
@@ -196,7 +196,67 @@ const detachedCopies: Check = {
 };
 
 /** Cursor read checks. */
+/** Encoded size of an event, the unit of every byte limit. */
+const sizeOf = (event: unknown): number => new TextEncoder().encode(JSON.stringify(event)).byteLength;
+
+const pagesBoundedByBytes: Check = {
+  name: 'read-pages-bounded-by-bytes',
+  async run(ctx) {
+    // 33 events at the 1 MiB limit (about 33 MiB): more than one RPC message or response may carry.
+    const sessionId = ctx.newSessionId();
+    const big = 'y'.repeat(MAX_EVENT_BYTES - 4096);
+    const count = 33;
+    for (let sequence = 0; sequence < count; sequence += 7) {
+      const drafts = range(sequence, Math.min(sequence + 6, count - 1)).map((index) => markerDraft(`${index}`, `${index}:${big}`));
+      await ctx.store.append(sessionId, drafts);
+    }
+    const first = await ctx.store.read(sessionId);
+    assert(first.events.length >= 1, 'the default page of a log of 1 MiB events is not empty');
+    assert(first.events.length < count, 'the default page of 33 MiB stops early');
+    assertEqual(first.hasMore, true, 'a page cut by its byte budget has hasMore');
+    assertEqual(first.nextCursor, first.events.length, 'a cut page continues after its last event');
+    let total = 0;
+    for (const event of first.events) total += sizeOf(event);
+    assert(total <= MAX_READ_PAGE_BYTES, `a page carries at most MAX_READ_PAGE_BYTES (${total})`);
+    // Following the cursors reads every event, in order, each page within the budget.
+    const labels: string[] = [];
+    let after: EventSequence | undefined;
+    for (;;) {
+      const page = await ctx.store.read(sessionId, { after, limit: MAX_READ_LIMIT });
+      let bytes = 0;
+      for (const event of page.events) bytes += sizeOf(event);
+      assert(page.events.length === 1 || bytes <= MAX_READ_PAGE_BYTES, `page after ${String(after)} carries ${bytes} bytes`);
+      for (const event of page.events) labels.push(String(markerLabel(event)).split(':')[0] ?? '');
+      if (!page.hasMore) break;
+      assert(page.nextCursor !== null && page.nextCursor !== after, 'a page with hasMore advances the cursor');
+      after = page.nextCursor ?? undefined;
+    }
+    assertDeepEqual(labels, range(0, count - 1).map(String), 'every 1 MiB event read back in order');
+    // An event larger than the page budget still comes, alone.
+    const alone = await ctx.store.read(sessionId, { after: EventSequence(3), maxBytes: 1024 });
+    assertEqual(alone.events.length, 1, 'one event larger than maxBytes comes alone');
+    assertEqual(alone.events[0]?.sequence, 4, 'the lone event is the next one');
+    assertEqual(alone.hasMore, true, 'more follows the lone event');
+    // Small events: a budget of three events' bytes gives one to three of them.
+    const small = ctx.newSessionId();
+    await ctx.store.append(small, markerDrafts(10, 'small'));
+    const probe = await ctx.store.read(small, { limit: 3 });
+    let three = 0;
+    for (const event of probe.events) three += sizeOf(event);
+    const cut = await ctx.store.read(small, { maxBytes: three });
+    assert(cut.events.length >= 1 && cut.events.length <= 3, `a 3-event budget gives 1..3 events, got ${cut.events.length}`);
+    assertEqual(cut.hasMore, true, 'a page cut by maxBytes has hasMore');
+    await expectCode(ctx.store.read(small, { maxBytes: 0 }), 'DURABLE_EVENT_INVALID_INPUT', 'maxBytes 0');
+    await expectCode(
+      ctx.store.read(small, { maxBytes: MAX_READ_PAGE_BYTES + 1 }),
+      'DURABLE_EVENT_INVALID_INPUT',
+      'maxBytes above MAX_READ_PAGE_BYTES',
+    );
+  },
+};
+
 export const readChecks: Check[] = [
+  pagesBoundedByBytes,
   emptyStream,
   afterExclusive,
   limitBounds,

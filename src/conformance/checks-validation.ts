@@ -93,5 +93,33 @@ const eventSizeLimit: Check = {
   },
 };
 
+const illFormedSessionIds: Check = {
+  name: 'session-ids-must-be-well-formed-utf16',
+  async run(ctx) {
+    // A lone surrogate encodes to U+FFFD in UTF-8, so `x\uD800` and `x\uFFFD` would share a file name,
+    // a row key or an object name. Every store refuses such IDs before touching storage.
+    const base = ctx.newSessionId();
+    for (const bad of [`${base}-\uD800`, `${base}-\uDC00`, `\uDFFF${base}`, `${base}-\uDBFF-tail`]) {
+      // SAFETY: deliberately unbranded input; the store must validate it at run time.
+      const sessionId = bad as unknown as Parameters<DurableEventStore['append']>[0];
+      await expectCode(ctx.store.append(sessionId, [markerDraft('bad-id')]), 'DURABLE_EVENT_INVALID_INPUT', `append to ${JSON.stringify(bad)}`);
+      await expectCode(ctx.store.read(sessionId), 'DURABLE_EVENT_INVALID_INPUT', `read of ${JSON.stringify(bad)}`);
+      await expectCode(ctx.store.getHeadSequence(sessionId), 'DURABLE_EVENT_INVALID_INPUT', `head of ${JSON.stringify(bad)}`);
+    }
+    // A well-formed astral character (a surrogate pair) stays valid.
+    const pair = `${base}-\uD83D\uDE00`;
+    // SAFETY: as above; this one is valid and must be accepted.
+    const ok = pair as unknown as Parameters<DurableEventStore['append']>[0];
+    const result = await ctx.store.append(ok, [markerDraft('pair')]);
+    assertEqual(result.lastSequence, 1, 'an ID with a surrogate pair is accepted');
+  },
+};
+
 /** Draft validation and size limit checks. */
-export const validationChecks: Check[] = [invalidDrafts, invalidBatchAtomic, batchCountLimit, eventSizeLimit];
+export const validationChecks: Check[] = [
+  invalidDrafts,
+  invalidBatchAtomic,
+  batchCountLimit,
+  eventSizeLimit,
+  illFormedSessionIds,
+];

@@ -1,11 +1,12 @@
 /**
  * The registry of built-in conformance checks, in run order: append and compare-and-append,
  * validation and limits, cursor reads, concurrency, cancellation, watch, execution leases, and
- * durability (restart / failed commit). Each topic lives in its own `checks-*.ts` file.
+ * durability (restart / failed commit), projection checkpoints. Each topic lives in its own `checks-*.ts` file.
  */
 import type { DurableEventStore } from '../core/store.js';
 import { abortChecks } from './checks-abort.js';
 import { appendChecks } from './checks-append.js';
+import { checkpointChecks } from './checks-checkpoint.js';
 import { concurrencyChecks } from './checks-concurrency.js';
 import { leaseChecks } from './checks-lease.js';
 import { readChecks } from './checks-read.js';
@@ -24,4 +25,5 @@ export const storeConformanceChecks: readonly ConformanceCheck<DurableEventStore
   ...watchChecks,
   ...leaseChecks,
   ...durabilityChecks,
+  ...checkpointChecks,
 ]);

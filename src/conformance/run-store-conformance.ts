@@ -11,6 +11,7 @@
  *    first failing check (and listing every other one that failed).
  */
 import { isExecutionLeaseStore, type DurableEventStore } from '../core/store.js';
+import { isCheckpointStore } from '../core/checkpoint/contract.js';
 import { storeConformanceChecks } from './checks.js';
 import { createContext, type RunState } from './context.js';
 import type {
@@ -56,6 +57,8 @@ function describeMissing(requirement: ConformanceRequirement): string {
       return 'the store does not implement DurableExecutionLeaseStore';
     case 'watch':
       return 'the store has no watch()';
+    case 'checkpoint':
+      return 'the store does not implement DurableCheckpointStore (projection checkpoints are optional)';
   }
 }
 
@@ -115,6 +118,7 @@ export async function runStoreConformance<S extends DurableEventStore>(
     failNextCommit: options.failNextCommit !== undefined,
     lease: isExecutionLeaseStore(probe),
     watch: typeof probe.watch === 'function',
+    checkpoint: isCheckpointStore(probe),
   };
 
   const passed: string[] = [];

@@ -17,9 +17,10 @@ import type { EventSequence, SessionId } from '../protocol/ids.js';
  * - `restart`: the `restart` option is given (a durable backend);
  * - `failNextCommit`: the `failNextCommit` option is given;
  * - `lease`: the store implements `DurableExecutionLeaseStore`;
- * - `watch`: the store has a `watch` method.
+ * - `watch`: the store has a `watch` method;
+ * - `checkpoint`: the store implements `DurableCheckpointStore` (projection checkpoints).
  */
-export type ConformanceRequirement = 'restart' | 'failNextCommit' | 'lease' | 'watch';
+export type ConformanceRequirement = 'restart' | 'failNextCommit' | 'lease' | 'watch' | 'checkpoint';
 
 /** Options of {@link runStoreConformance}. */
 export interface StoreConformanceOptions<S extends DurableEventStore> {

@@ -40,6 +40,7 @@ import {
   MAX_BATCH_EVENTS,
   MAX_EVENT_BYTES,
   MAX_READ_LIMIT,
+  MAX_READ_PAGE_BYTES,
 } from '../protocol/limits.js';
 import type {
   DurableAppendOptions,
@@ -278,10 +279,12 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
 export interface ReadPlan {
   after: EventSequence | undefined;
   limit: number;
+  /** Byte budget of the page (see {@link MAX_READ_PAGE_BYTES}). */
+  maxBytes: number;
 }
 
-/** Validates `after` and `limit` (shape only; {@link checkReadCursor} compares with the head). */
-export function planRead(options: { after?: unknown; limit?: unknown } | undefined): ReadPlan {
+/** Validates `after`, `limit` and `maxBytes` (shape only; {@link checkReadCursor} compares with the head). */
+export function planRead(options: { after?: unknown; limit?: unknown; maxBytes?: unknown } | undefined): ReadPlan {
   const after = options?.after;
   const limit = options?.limit ?? DEFAULT_READ_LIMIT;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_READ_LIMIT) {
@@ -290,11 +293,37 @@ export function planRead(options: { after?: unknown; limit?: unknown } | undefin
       `limit must be an integer in 1..${MAX_READ_LIMIT}, got ${String(limit)}`,
     );
   }
-  if (after === undefined) return { after: undefined, limit };
+  const maxBytes = options?.maxBytes ?? MAX_READ_PAGE_BYTES;
+  if (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_READ_PAGE_BYTES) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_INVALID_INPUT',
+      `maxBytes must be an integer in 1..${MAX_READ_PAGE_BYTES}, got ${String(maxBytes)}`,
+    );
+  }
+  if (after === undefined) return { after: undefined, limit, maxBytes };
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1) {
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', 'after must be an integer sequence >= 1');
   }
-  return { after: EventSequence(after), limit };
+  return { after: EventSequence(after), limit, maxBytes };
+}
+
+/** Encoded size of a stored envelope: UTF-8 bytes of its JSON, the unit of every byte limit. */
+export function encodedEventBytes(event: DurableEventEnvelope): number {
+  return utf8ByteLength(JSON.stringify(event));
+}
+
+/**
+ * How many leading items of a page fit in `budget` bytes, given each item's size: stops before the
+ * item that would pass the budget, but always takes the first one (a page is never empty while
+ * events remain, so a reader always makes progress).
+ */
+export function countWithinByteBudget(count: number, sizeOf: (index: number) => number, budget: number): number {
+  let used = 0;
+  for (let index = 0; index < count; index++) {
+    used += sizeOf(index);
+    if (used > budget && index > 0) return index;
+  }
+  return count;
 }
 
 /** Rejects a cursor ahead of the head instead of serving a silent empty page. */
@@ -308,12 +337,27 @@ export function checkReadCursor(after: EventSequence | undefined, head: EventSeq
   }
 }
 
-/** Shapes a page from the events the adapter loaded (at most `limit`, in order, after `after`). */
+/**
+ * Shapes a page from the events the adapter loaded (at most `limit`, in order, after `after`),
+ * cutting it to the plan's byte budget: `sizes[i]` is the encoded size of `events[i]` when the
+ * adapter knows it (measured otherwise; `'already-cut'` when the adapter applied the budget
+ * while loading). A cut page has `hasMore: true` and a cursor to continue.
+ */
 export function buildReadPage(
-  events: DurableEventEnvelope[],
+  loaded: DurableEventEnvelope[],
   plan: ReadPlan,
   head: EventSequence | null,
+  sizes?: ArrayLike<number> | 'already-cut',
 ): DurableReadResult {
+  const fits =
+    sizes === 'already-cut'
+      ? loaded.length
+      : countWithinByteBudget(
+          loaded.length,
+          (index) => sizes?.[index] ?? encodedEventBytes(loaded[index] as DurableEventEnvelope),
+          plan.maxBytes,
+        );
+  const events = fits === loaded.length ? loaded : loaded.slice(0, fits);
   const last = events[events.length - 1];
   const nextCursor = last?.sequence ?? plan.after ?? null;
   return { events, nextCursor, headSequence: head, hasMore: head !== null && (nextCursor ?? 0) < head };

@@ -60,6 +60,11 @@ export interface DurableReadOptions extends DurableStoreCallOptions {
   after?: EventSequence | undefined;
   /** Page size, 1..1000 (default 100). */
   limit?: number | undefined;
+  /**
+   * Byte budget of the page, 1..`MAX_READ_PAGE_BYTES` (the default): the page stops before the
+   * event whose encoded envelope would pass it (with `hasMore: true`); its first event always comes.
+   */
+  maxBytes?: number | undefined;
 }
 
 /** One page of events. */

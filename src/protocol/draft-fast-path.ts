@@ -24,11 +24,13 @@
  */
 import {
   DURABLE_EVENT_CORRELATION,
+  DURABLE_EVENT_SCHEMA_VERSION,
   MAX_NAME_LENGTH,
   MAX_REQUEST_TURNS,
   isDurableEventType,
   isIsoTimestamp,
   type DurableEventDraft,
+  type DurableEventEnvelope,
   type DurableEventType,
 } from './events.js';
 import { isValidId } from './ids.js';
@@ -146,7 +148,7 @@ const sessionSource = oneOf('create', 'fork', 'restore');
 const stopReason = oneOf('end_turn', 'tool_use', 'max_tokens', 'stop_sequence', 'refusal', 'other');
 
 /** Every draft check, per event type, for values from `source`. */
-function draftChecks(source: Source): Map<string, Check> {
+function draftChecks(source: Source, kind: 'draft' | 'envelope' = 'draft'): Map<string, Check> {
   const json: Check =
     source === 'parsed'
       ? (value) => (isParsedJsonLossless(value) ? value : DECLINE)
@@ -237,20 +239,31 @@ function draftChecks(source: Source): Map<string, Check> {
   // The draft level, keys in the order the draft schemas declare them (see `protocol/events.ts`).
   const draft = (type: DurableEventType): Check => {
     const correlation: { required: readonly string[]; optional: readonly string[] } = DURABLE_EVENT_CORRELATION[type];
-    return strict(
+    const common = [
       required('type', (value) => (value === type ? value : DECLINE)),
       required('data', data[type]),
       ...correlation.required.map((key) => required(key, id)),
       ...correlation.optional.map((key) => optional(key, id)),
       ...(correlation.required.includes('commandId') ? [] : [optional('commandId', id)]),
       optional('causationEventId', id),
-      optional('occurredAt', timestamp),
+    ];
+    if (kind === 'draft') return strict(...common, optional('occurredAt', timestamp));
+    // The envelope schema of `events.ts`, key for key and in its order.
+    return strict(
+      required('schemaVersion', (value) => (value === DURABLE_EVENT_SCHEMA_VERSION ? value : DECLINE)),
+      required('eventId', id),
+      required('sequence', (value) => (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 ? value : DECLINE)),
+      required('sessionId', id),
+      ...common,
+      required('recordedAt', timestamp),
+      required('occurredAt', timestamp),
     );
   };
   return new Map((Object.keys(data) as DurableEventType[]).map((type) => [type, draft(type)]));
 }
 
 const CHECKS: Record<Source, Map<string, Check>> = { any: draftChecks('any'), parsed: draftChecks('parsed') };
+const ENVELOPE_CHECKS = draftChecks('any', 'envelope');
 
 function parseWith(checks: Map<string, Check>, value: unknown): DurableEventDraft | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
@@ -268,6 +281,16 @@ function parseWith(checks: Map<string, Check>, value: unknown): DurableEventDraf
  */
 export function fastParseDraft(value: unknown): DurableEventDraft | undefined {
   return parseWith(CHECKS.any, value);
+}
+
+/**
+ * The envelope zod would return for `value` (`safeParseDurableEventEnvelope`), or `undefined`
+ * when the fast path declines. The projector calls it first, so folding a stored log does not
+ * run zod on every event.
+ */
+export function fastParseEnvelope(value: unknown): DurableEventEnvelope | undefined {
+  // SAFETY: the envelope checks accept exactly (a subset of) what the envelope schema accepts.
+  return parseWith(ENVELOPE_CHECKS, value) as DurableEventEnvelope | undefined;
 }
 
 /**

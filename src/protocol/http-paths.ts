@@ -28,6 +28,7 @@ export const HTTP_PATHS = {
   runToolCalls: '/v1/sessions/{sessionId}/runs/{runId}/tool-calls',
   runDeliveries: '/v1/sessions/{sessionId}/runs/{runId}/deliveries',
   durability: '/v1/sessions/{sessionId}/durability',
+  checkpoint: '/v1/sessions/{sessionId}/checkpoint',
 } as const;
 
 /** A route path template of {@link HTTP_PATHS}. */

@@ -4,7 +4,9 @@
  * Every identifier the ledger stores is a string (or a number, for sequences and
  * fencing tokens) carrying a compile-time brand, so a `TurnId` can never be passed
  * where a `RequestId` is expected. The constructors validate at run time too:
- * non-empty, at most {@link MAX_ID_LENGTH} UTF-16 code units, no control characters.
+ * non-empty, at most {@link MAX_ID_LENGTH} UTF-16 code units, no control characters, and
+ * well-formed UTF-16 (no lone surrogates: a file-backed store would otherwise map two distinct IDs
+ * onto one name, since UTF-8 encoding turns every lone surrogate into U+FFFD).
  *
  * @example
  * const sessionId = SessionId('session-123');
@@ -37,6 +39,8 @@ export type FencingToken = Brand<number, 'FencingToken'>;
 // C0 controls, DEL and C1 controls.
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+// A high surrogate not followed by a low one, or a low surrogate not preceded by a high one.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Why `value` is not a valid identifier, or `undefined` when it is. */
 export function describeInvalidId(value: unknown): string | undefined {
@@ -44,6 +48,7 @@ export function describeInvalidId(value: unknown): string | undefined {
   if (value.length === 0) return 'must not be empty';
   if (value.length > MAX_ID_LENGTH) return `must be at most ${MAX_ID_LENGTH} characters`;
   if (CONTROL_CHARACTERS.test(value)) return 'must not contain control characters';
+  if (LONE_SURROGATE.test(value)) return 'must be well-formed UTF-16 (no lone surrogates)';
   return undefined;
 }
 

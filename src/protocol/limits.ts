@@ -14,6 +14,13 @@ export const MAX_EVENT_BYTES = 1024 * 1024;
 export const MAX_BATCH_BYTES = 8 * 1024 * 1024;
 /** Largest page `read` serves. */
 export const MAX_READ_LIMIT = 1000;
+/**
+ * Most encoded bytes (UTF-8 of the stored envelopes) one page of events carries. A page stops
+ * early, with `hasMore: true`, before the event that would pass it; the first event of a page
+ * always comes, even one larger than the budget. Keeps every page far below the Durable Object
+ * RPC's 32 MiB message cap and an HTTP response, SSE or WebSocket replay page bounded.
+ */
+export const MAX_READ_PAGE_BYTES = 4 * 1024 * 1024;
 /** Page size when `limit` is omitted. */
 export const DEFAULT_READ_LIMIT = 100;
 /** Longest free-text field (messages, text parts, reasons), in UTF-16 code units. */

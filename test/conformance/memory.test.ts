@@ -2,6 +2,7 @@
  * The conformance harness against MemoryDurableEventStore (ephemeral: no restart), with commit
  * failures injected through `testHooks.beforeCommit`, on the wall clock and on a manual clock.
  */
+import type { DurableCheckpointStore } from '../../src/core/checkpoint/contract.js';
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
@@ -106,8 +107,10 @@ describe('runStoreConformance against MemoryDurableEventStore', () => {
 });
 
 /** A new object exposing `store`'s methods (bound): same state, different identity. */
-function facade(store: MemoryDurableEventStore): DurableLedgerStore {
+function facade(store: MemoryDurableEventStore): DurableLedgerStore & DurableCheckpointStore {
   return {
+    readCheckpoint: store.readCheckpoint.bind(store),
+    writeCheckpoint: store.writeCheckpoint.bind(store),
     append: store.append.bind(store),
     read: store.read.bind(store),
     getHeadSequence: store.getHeadSequence.bind(store),

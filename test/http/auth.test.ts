@@ -89,7 +89,29 @@ describe('authentication and authorization on every route', () => {
       'HS256',
     );
     const noExpiry = await sign({ sub: SESSION_A, scopes: ALL_SCOPES, aud: 'agent-ledger' }, LOCAL_WORKER_SECRETS.TOKEN_SECRET, 'HS256');
-    const badTokens = ['garbage', 'a.b.c', wrongSecret, expired, foreignAudience, noExpiry, `${worker.adminToken}x`];
+    // Signed with the right secret but living longer than the 30-day cap (minting refuses these;
+    // verification must too), or without an issue time to measure the lifetime from.
+    const now = Math.floor(Date.now() / 1000);
+    const thirtyDays = 30 * 24 * 60 * 60;
+    const sign30 = (claims: Record<string, unknown>) =>
+      sign({ sub: SESSION_A, scopes: ALL_SCOPES, aud: 'agent-ledger', ...claims }, LOCAL_WORKER_SECRETS.TOKEN_SECRET, 'HS256');
+    const overLong = await sign30({ iat: now, exp: now + thirtyDays + 3600 });
+    const yearLong = await sign30({ iat: now - 3600, exp: now + 365 * 24 * 3600 });
+    const issuedInFuture = await sign30({ iat: now + 3600, exp: now + 7200 });
+    const noIssuedAt = await sign30({ exp: now + 600 });
+    const badTokens = [
+      'garbage',
+      'a.b.c',
+      wrongSecret,
+      expired,
+      foreignAudience,
+      noExpiry,
+      overLong,
+      yearLong,
+      issuedInFuture,
+      noIssuedAt,
+      `${worker.adminToken}x`,
+    ];
     for (const operation of operations.filter((op) => op.access.kind !== 'public')) {
       const what = `${operation.method} ${operation.path}`;
       const missing = await call(operation, undefined);
@@ -163,6 +185,13 @@ describe('authentication and authorization on every route', () => {
     const minted = (await ok.json()) as { token: string; expiresAt: string };
     expect(minted.token.split('.')).toHaveLength(3);
     expect(Date.parse(minted.expiresAt) - Date.now()).toBeLessThanOrEqual(61_000);
+    // A token at exactly the cap is minted and accepted.
+    const longest = await mint({ sessionId: 's', scopes: ['read'], ttlSeconds: 30 * 24 * 3600 });
+    expect(longest.status).toBe(201);
+    const longestToken = ((await longest.json()) as { token: string }).token;
+    const headWithLongest = await api(worker, '/v1/sessions/s/head', { token: longestToken });
+    expect(headWithLongest.status).toBe(200);
+    await headWithLongest.body?.cancel();
     for (const body of [
       { sessionId: 's', scopes: [] },
       { sessionId: 's', scopes: ['admin'] },

@@ -148,19 +148,41 @@ describe('domain errors over HTTP', () => {
     expect(await store.getHeadSequence(sessionId)).toBeNull();
   });
 
-  it('refuses a huge body with 413 from Content-Length and from a streamed count', async () => {
+  it('admits a full batch however the client escapes it (Python json.dumps: every non-ASCII character as \\u)', async () => {
     const sessionId = freshSession();
-    const huge = `{"events":[${'0,'.repeat(5 * 1024 * 1024)}0]}`;
-    const declared = await api(worker, `/v1/sessions/${sessionId}/events`, {
+    // Nine events of 900,000 UTF-8 bytes each ('é' is two bytes, six when escaped): about 8.1 MB as
+    // the store encodes it (within MAX_BATCH_BYTES), about 24 MB on the wire.
+    const text = 'é'.repeat(450_000);
+    const events = Array.from({ length: 9 }, (_, index) => markerDraft(`${index}`, `${index}:${text}`));
+    const rawBody = JSON.stringify({ events }).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    expect(rawBody.length).toBeGreaterThan(24_000_000);
+    const response = await api(worker, `/v1/sessions/${sessionId}/events`, {
       token: worker.adminToken,
-      rawBody: huge,
+      rawBody,
       headers: { 'content-type': 'application/json' },
     });
-    expect(declared.status).toBe(413);
-    const declaredProblem = await readProblem(declared);
+    expect(response.status).toBe(200);
+    await response.body?.cancel();
+    const page = await store.read(sessionId, { limit: 1 });
+    expect((page.events[0]?.data as { output?: string }).output).toBe(`0:${text}`);
+    expect(await store.getHeadSequence(sessionId)).toBe(9);
+  });
+
+  it('refuses a huge body with 413 from Content-Length and from a streamed count', async () => {
+    const sessionId = freshSession();
+    // A declared length past the wire limit (eight times the compact limit) is refused from the header.
+    const huge = new TextEncoder().encode(`{"events":[${'0,'.repeat(37 * 1024 * 1024)}0]}`);
+    const declaredLength = huge.byteLength;
+    const declaredResponse = await fetch(worker.href(`/v1/sessions/${encodeURIComponent(sessionId)}/events`), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${worker.adminToken}`, 'content-type': 'application/json' },
+      body: huge,
+    });
+    expect(declaredResponse.status).toBe(413);
+    const declaredProblem = await readProblem(declaredResponse);
     expect(declaredProblem).toMatchObject({ code: 'DURABLE_EVENT_LIMIT_EXCEEDED' });
     // Refused from the header: the declared size is reported.
-    expect(declaredProblem.details?.['actual']).toBe(new TextEncoder().encode(huge).byteLength);
+    expect(declaredProblem.details?.['actual']).toBe(declaredLength);
 
     // No Content-Length: a chunked upload is counted while it streams.
     const chunk = new TextEncoder().encode('0,'.repeat(512 * 1024));

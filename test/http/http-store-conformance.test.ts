@@ -10,6 +10,8 @@ import WebSocket from 'ws';
 import { HttpDurableEventStore } from '../../src/client.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
+import { leaseHandleConformanceChecks } from '../../src/conformance/checks-lease-handle.js';
+import { recoveryConformanceChecks } from '../../src/conformance/checks-recovery.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
 import { startLocalWorker, type LocalWorker } from './local-worker.js';
@@ -65,6 +67,18 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
     });
     expect(result.checks).toEqual(extraChecks.map((check) => check.name).filter((name) => !failureChecks.includes(name)));
     expect(result.checks).toContain('subscription-live-by-watch');
+  });
+
+  it('runs the lease handle and recovery suites unchanged against the edge', async () => {
+    const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
+    const result = await runStoreConformance<HttpDurableEventStore>({
+      createStore: newStore,
+      restart: () => newStore(),
+      skip: [{ reason: 'run by the first test', checks: storeConformanceChecks.map((check) => check.name) }],
+      extraChecks,
+      sessionPrefix: 'http-lease-recovery',
+    });
+    expect(result.checks).toEqual(extraChecks.map((check) => check.name));
   });
 
   it('satisfies both store contracts at the type level', () => {

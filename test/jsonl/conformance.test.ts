@@ -2,12 +2,15 @@
  * The shared conformance harness against JsonlDurableEventStore, run as `durable`: `restart`
  * opens a NEW store object on the same root (a fresh cache that must revalidate the files) and
  * `failNextCommit` arms `testHooks.beforeCommit`. The durability ledger checks (with
- * `watchDurability`) run as extra checks.
+ * `watchDurability`), the journal and the subscription suites run as extra checks (the lease
+ * handle and recovery suites run on JSONL in test/lease and test/recovery).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
 import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
+import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
+import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
 import {
   durabilityConformanceChecks,
   durabilityWatchConformanceChecks,
@@ -53,13 +56,24 @@ describe('runStoreConformance against JsonlDurableEventStore', () => {
         failSwitch.armed = true;
       },
       leaseTtlMs: 60,
-      extraChecks: [...durabilityConformanceChecks, ...durabilityWatchConformanceChecks],
+      extraChecks: [
+        ...durabilityConformanceChecks,
+        ...durabilityWatchConformanceChecks,
+        ...journalConformanceChecks,
+        ...subscriptionConformanceChecks,
+      ],
     });
     expect(result.mode).toBe('durable');
     expect(result.skipped).toEqual([]);
     expect(result.checks.length).toBe(
-      storeConformanceChecks.length + durabilityConformanceChecks.length + durabilityWatchConformanceChecks.length,
+      storeConformanceChecks.length +
+        durabilityConformanceChecks.length +
+        durabilityWatchConformanceChecks.length +
+        journalConformanceChecks.length +
+        subscriptionConformanceChecks.length,
     );
+    expect(result.checks).toContain('journal-fences-unknown-outcome');
+    expect(result.checks).toContain('subscription-live-by-watch');
     await Promise.all(stores.map((store) => store.close()));
   });
 

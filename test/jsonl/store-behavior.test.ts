@@ -289,7 +289,7 @@ describe('files', () => {
       expect(statSync(path.join(directory, `${stem}${suffix}`)).mode & 0o777).toBe(0o600);
     }
     const lease = JSON.parse(readFileSync(path.join(directory, `${stem}.lease.json`), 'utf8')) as Record<string, unknown>;
-    expect(lease).toMatchObject({ version: 1, leaseId: 'l', ownerId: 'w', fencingToken: 1, released: false });
+    expect(lease).toMatchObject({ version: 2, sessionId: '../../escape/me', leaseId: 'l', ownerId: 'w', fencingToken: 1, released: false });
   });
 
   it('stores a 256-character session ID under a hashed name', async () => {

@@ -44,6 +44,14 @@ describe.each(Object.entries(constructors))('%s', (name, make) => {
     }
     expect(invalidInput(() => make(42 as unknown as string)).message).toContain('string');
   });
+
+  it('refuses strings that are not well-formed UTF-16 (lone surrogates) and keeps surrogate pairs', () => {
+    for (const bad of ['tenant-\uD800', '\uDC00', 'a\uDBFFb', 'x\uDE00\uD83D', '\uD83D\uDE00\uDE00']) {
+      expect(invalidInput(() => make(bad)).message).toContain('well-formed');
+    }
+    expect(make('tenant-\uD83D\uDE00')).toBe('tenant-\uD83D\uDE00');
+    expect(make('tenant-\uFFFD')).toBe('tenant-\uFFFD');
+  });
 });
 
 describe('describeInvalidId', () => {

@@ -9,6 +9,8 @@ import { SqliteDurableEventStore } from '../../src/advanced.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
+import { leaseHandleConformanceChecks } from '../../src/conformance/checks-lease-handle.js';
+import { recoveryConformanceChecks } from '../../src/conformance/checks-recovery.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import { tempDir } from './helpers.js';
 
@@ -58,6 +60,20 @@ describe('runStoreConformance against SqliteDurableEventStore', () => {
     expect(result.checks.length).toBe(
       storeConformanceChecks.length + journalConformanceChecks.length + subscriptionConformanceChecks.length,
     );
+  });
+
+  it('passes the lease handle and recovery suites', async () => {
+    const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
+    const result = await runStoreConformance<SqliteDurableEventStore>({
+      createStore: openStore,
+      restart: (old) => {
+        old.close();
+        return openStore();
+      },
+      skip: [{ reason: 'run by the test above', checks: storeConformanceChecks.map((check) => check.name) }],
+      extraChecks,
+    });
+    expect(result.checks).toEqual(extraChecks.map((check) => check.name));
   });
 
   it('satisfies both store contracts at the type level', () => {

@@ -28,7 +28,7 @@ import type { DurableExecutionFence } from '../../src/core/store.js';
 import { isDurableEventSequenceConflictError, type DurableError } from '../../src/protocol/errors.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';
 import { EventId, EventSequence, FencingToken, SessionId, WorkerId } from '../../src/protocol/ids.js';
-import { MAX_BATCH_BYTES, MAX_BATCH_EVENTS, MAX_EVENT_BYTES, MAX_READ_LIMIT } from '../../src/protocol/limits.js';
+import { MAX_BATCH_BYTES, MAX_BATCH_EVENTS, MAX_EVENT_BYTES, MAX_READ_LIMIT, MAX_READ_PAGE_BYTES } from '../../src/protocol/limits.js';
 import { markerDraft, markerDrafts, sessionCreatedDraft } from '../../src/conformance/fixtures.js';
 
 const sessionId = SessionId('engine-session');
@@ -222,8 +222,11 @@ describe('planAppend', () => {
 
 describe('read planning', () => {
   it('defaults the limit and validates its range', () => {
-    expect(planRead(undefined)).toEqual({ after: undefined, limit: 100 });
-    expect(planRead({ after: 3, limit: MAX_READ_LIMIT })).toEqual({ after: 3, limit: MAX_READ_LIMIT });
+    expect(planRead(undefined)).toEqual({ after: undefined, limit: 100, maxBytes: MAX_READ_PAGE_BYTES });
+    expect(planRead({ after: 3, limit: MAX_READ_LIMIT, maxBytes: 10 })).toEqual({ after: 3, limit: MAX_READ_LIMIT, maxBytes: 10 });
+    for (const maxBytes of [0, -1, 1.5, MAX_READ_PAGE_BYTES + 1, '10']) {
+      expect(thrown(() => planRead({ maxBytes })).code).toBe('DURABLE_EVENT_INVALID_INPUT');
+    }
     for (const limit of [0, MAX_READ_LIMIT + 1, 2.5, -3, '5', Number.NaN]) {
       expect(thrown(() => planRead({ limit })).code).toBe('DURABLE_EVENT_INVALID_INPUT');
     }
@@ -246,19 +249,19 @@ describe('read planning', () => {
 
   it('shapes pages: nextCursor falls back to after, hasMore compares with the head', () => {
     const events = planAppend({ sessionId, drafts: markerDrafts(2), options: undefined, head: EventSequence(1), lease: null, nowMs: NOW }).events;
-    expect(buildReadPage(events, { after: EventSequence(1), limit: 2 }, EventSequence(5))).toEqual({
+    expect(buildReadPage(events, { after: EventSequence(1), limit: 2, maxBytes: MAX_READ_PAGE_BYTES }, EventSequence(5))).toEqual({
       events,
       nextCursor: 3,
       headSequence: 5,
       hasMore: true,
     });
-    expect(buildReadPage([], { after: EventSequence(5), limit: 2 }, EventSequence(5))).toEqual({
+    expect(buildReadPage([], { after: EventSequence(5), limit: 2, maxBytes: MAX_READ_PAGE_BYTES }, EventSequence(5))).toEqual({
       events: [],
       nextCursor: 5,
       headSequence: 5,
       hasMore: false,
     });
-    expect(buildReadPage([], { after: undefined, limit: 2 }, null)).toEqual({
+    expect(buildReadPage([], { after: undefined, limit: 2, maxBytes: MAX_READ_PAGE_BYTES }, null)).toEqual({
       events: [],
       nextCursor: null,
       headSequence: null,

@@ -41,6 +41,12 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
+import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
+import {
+  checkCheckpointRecord,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from '../../core/checkpoint/contract.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
 
 /**
@@ -80,7 +86,9 @@ export function sessionObjectRpc(namespace: SessionObjectNamespaceLike, sessionI
  *   },
  * };
  */
-export class DurableObjectEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class DurableObjectEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   readonly #namespace: SessionObjectNamespaceLike;
 
   constructor(namespace: SessionObjectNamespaceLike) {
@@ -144,12 +152,28 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
     const rpcOptions = {
       ...(options?.after === undefined ? {} : { after: options.after }),
       ...(options?.limit === undefined ? {} : { limit: options.limit }),
+      ...(options?.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
     };
     return this.#call(options?.signal, sessionId, (stub, id) => stub.read(id, rpcOptions));
   }
 
   getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
     return this.#call(options?.signal, sessionId, (stub, id) => stub.getHeadSequence(id));
+  }
+
+  /** The session's latest projection checkpoint, kept by its object. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    const record = await this.#call<DurableCheckpointRecord | null>(options?.signal, sessionId, (stub, id) =>
+      checkpointStub(stub).readCheckpoint(id),
+    );
+    return record === null ? null : { ...record, data: new Uint8Array(record.data) };
+  }
+
+  /** Replaces the session's projection checkpoint in its object. */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    throwIfAborted(options?.signal);
+    const checked = checkCheckpointRecord(record);
+    await this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, checked));
   }
 
   /**
@@ -236,6 +260,12 @@ export class DurableObjectEventStore implements DurableEventStore, DurableExecut
     };
     return this.#call(options?.signal, sessionId, (stub, id) => durabilityStub(stub).readDurability(id, rpcOptions));
   }
+}
+
+/** The same stub, seen through its checkpoint methods. */
+function checkpointStub(stub: SessionObjectRpc): SessionObjectCheckpointRpc {
+  // SAFETY: the stub of a SessionObject forwards every public method, checkpoint ones included.
+  return stub as unknown as SessionObjectCheckpointRpc;
 }
 
 /** The same stub, seen through its durability methods. */

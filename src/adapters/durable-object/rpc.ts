@@ -54,6 +54,8 @@ export interface RpcAppendReceipt {
 export interface RpcReadOptions {
   after?: EventSequence | undefined;
   limit?: number | undefined;
+  /** Byte budget of the page (default and maximum `MAX_READ_PAGE_BYTES`). */
+  maxBytes?: number | undefined;
 }
 
 /** Lease acquisition options that cross RPC. */

@@ -12,9 +12,16 @@ import type { SqlDriver, SqlValue } from '../sql/driver.js';
 /** The part of `DurableObjectStorage` the driver uses. */
 export interface DurableObjectSqlStorageLike {
   sql: {
-    exec(query: string, ...bindings: SqlValue[]): { toArray(): unknown[] };
+    exec(query: string, ...bindings: (string | number | null | ArrayBuffer)[]): { toArray(): unknown[] };
   };
   transactionSync<T>(closure: () => T): T;
+}
+
+/** Blobs are bound as `ArrayBuffer` (what the storage API takes). */
+function binding(value: SqlValue): string | number | null | ArrayBuffer {
+  if (!(value instanceof Uint8Array)) return value;
+  // SAFETY: a fresh copy's buffer is a plain ArrayBuffer of exactly these bytes.
+  return value.slice().buffer as ArrayBuffer;
 }
 
 /** A synchronous SQL driver on `ctx.storage` of a SQLite-backed Durable Object. */
@@ -26,12 +33,12 @@ export class DurableObjectSqlDriver implements SqlDriver {
   }
 
   exec(sql: string, ...params: SqlValue[]): void {
-    this.#storage.sql.exec(sql, ...params).toArray();
+    this.#storage.sql.exec(sql, ...params.map(binding)).toArray();
   }
 
   query<T>(sql: string, ...params: SqlValue[]): T[] {
     // SAFETY: callers name the columns they select; rows are plain objects keyed by column.
-    return this.#storage.sql.exec(sql, ...params).toArray() as T[];
+    return this.#storage.sql.exec(sql, ...params.map(binding)).toArray() as T[];
   }
 
   transaction<T>(fn: () => T): T {

@@ -16,8 +16,16 @@
  *    subscription per listener; see `websocket-watch.ts`.
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
+import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
-import { checkExpectedLastSequence, checkSessionId, planRead, validateDraftBatch } from '../../core/log-engine.js';
+import {
+  buildReadPage,
+  checkExpectedLastSequence,
+  checkSessionId,
+  planRead,
+  validateDraftBatch,
+} from '../../core/log-engine.js';
 import type {
   DurableAppendListener,
   DurableAppendOptions,
@@ -34,7 +42,7 @@ import type {
 } from '../../core/store.js';
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
-import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
 import { commandFailures, isRecord, leaseFailures, malformed, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
@@ -93,7 +101,7 @@ interface RequestSpec {
  * const store = new HttpDurableEventStore({ baseUrl: 'https://ledger.example.com', token, WebSocket });
  * const journal = await DurableSessionJournal.open(store, SessionId('session-1'));
  */
-export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore {
+export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurableCheckpointStore {
   /** Push notifications over a WebSocket; absent when no WebSocket constructor is available. */
   readonly watch?: (sessionId: SessionId, listener: DurableAppendListener) => () => void;
 
@@ -200,13 +208,15 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (headSequence !== null && typeof headSequence !== 'number') throw malformed('read');
     // The route's `nextCursor` is the encoded cursor; the store contract's is the sequence.
     const last = events[events.length - 1];
-    return {
+    const page: DurableReadResult = {
       events,
       nextCursor: last?.sequence ?? plan.after ?? null,
       // SAFETY: a number from the Worker's read route is a stored sequence.
       headSequence: headSequence as EventSequence | null,
       hasMore: result['hasMore'],
     };
+    // The Worker cuts pages at MAX_READ_PAGE_BYTES; a smaller budget is applied here.
+    return options.maxBytes === undefined ? page : buildReadPage(page.events, plan, page.headSequence);
   }
 
   async getHeadSequence(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<EventSequence | null> {
@@ -221,6 +231,39 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (head !== null && typeof head !== 'number') throw malformed('getHeadSequence');
     // SAFETY: a number from the Worker's head route is a stored sequence.
     return head as EventSequence | null;
+  }
+
+  /** The session's latest projection checkpoint, read from its object (`GET .../checkpoint`). */
+  async readCheckpoint(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<DurableCheckpointRecord | null> {
+    const id = checkSessionId(sessionId);
+    const result = await this.#request({
+      method: 'GET',
+      path: sessionPath(HTTP_PATHS.checkpoint, id),
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'readCheckpoint'),
+    });
+    const wire = isRecord(result) ? result['checkpoint'] : undefined;
+    if (wire === null) return null;
+    if (!isRecord(wire) || typeof wire['sequence'] !== 'number' || typeof wire['eventId'] !== 'string' || typeof wire['data'] !== 'string') {
+      throw malformed('readCheckpoint');
+    }
+    const data = decodeBase64Url(wire['data']);
+    if (data === undefined) throw malformed('readCheckpoint');
+    // SAFETY: checked above; core checks the checkpoint against the log before using it.
+    return { sequence: wire['sequence'] as EventSequence, eventId: wire['eventId'] as EventId, data };
+  }
+
+  /** Replaces the session's projection checkpoint in its object (`POST .../checkpoint`). */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options: DurableStoreCallOptions = {}): Promise<void> {
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    await this.#request({
+      method: 'POST',
+      path: sessionPath(HTTP_PATHS.checkpoint, id),
+      body: { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) },
+      signal: options.signal,
+      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'writeCheckpoint'),
+    });
   }
 
   async acquireExecutionLease(

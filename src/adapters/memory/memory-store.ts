@@ -12,6 +12,11 @@
  */
 import { throwIfAborted } from '../../core/abort.js';
 import {
+  checkCheckpointRecord,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from '../../core/checkpoint/contract.js';
+import {
   buildReadPage,
   checkFence,
   checkReadCursor,
@@ -105,6 +110,8 @@ interface SessionState {
   /** Durability records by `durabilityIdentity`. */
   durabilityByIdentity: Map<string, DurabilityRecord>;
   durabilityListeners: Set<DurabilityListener>;
+  /** The latest projection checkpoint (derived data; see `docs/checkpoints.md`). */
+  checkpoint: DurableCheckpointRecord | null;
 }
 
 /**
@@ -116,7 +123,9 @@ interface SessionState {
  *   expectedLastSequence: null,
  * });
  */
-export class MemoryDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class MemoryDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   readonly #sessions = new Map<string, SessionState>();
   readonly #clock: () => number;
   readonly #hooks: StoreTestHooks;
@@ -136,6 +145,7 @@ export class MemoryDurableEventStore implements DurableEventStore, DurableExecut
         durability: [],
         durabilityByIdentity: new Map(),
         durabilityListeners: new Set(),
+        checkpoint: null,
       };
       this.#sessions.set(sessionId, state);
     }
@@ -195,6 +205,21 @@ export class MemoryDurableEventStore implements DurableEventStore, DurableExecut
     throwIfAborted(options?.signal);
     const state = this.#sessions.get(checkSessionId(sessionId));
     return state === undefined ? null : this.#head(state);
+  }
+
+  /** The session's latest projection checkpoint (a copy), or `null`. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    throwIfAborted(options?.signal);
+    const saved = this.#sessions.get(checkSessionId(sessionId))?.checkpoint ?? null;
+    return saved === null ? null : { ...saved, data: saved.data.slice() };
+  }
+
+  /** Replaces the session's projection checkpoint. */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    this.#session(id).checkpoint = checked;
   }
 
   watch(sessionId: SessionId, listener: DurableAppendListener): () => void {

@@ -16,8 +16,11 @@
  *    `DurableEventStoreError('DURABLE_EVENT_LOCK_TIMEOUT')`.
  */
 
-/** A value SQLite can bind or return (no blobs: the schema stores text and integers only). */
-export type SqlValue = string | number | null;
+/**
+ * A value SQLite can bind or return. Blobs (`Uint8Array`) are used only by the checkpoint table;
+ * a driver may return them as `ArrayBuffer` (the Durable Object does), and readers accept both.
+ */
+export type SqlValue = string | number | null | Uint8Array;
 
 /** Synchronous access to one SQLite database. */
 export interface SqlDriver {

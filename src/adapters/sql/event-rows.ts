@@ -19,6 +19,7 @@
  */
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
+import { countWithinByteBudget } from '../../core/log-engine.js';
 import type { SqlDriver, SqlValue } from './driver.js';
 
 /** Highest sequence a session can reach (2^32 - 1). */
@@ -42,6 +43,14 @@ const SELECT_HEAD =
 /** Parameters: key, after, key, through, limit. */
 const SELECT_PAGE =
   'SELECT position & 4294967295 AS sequence, body FROM events ' +
+  'WHERE position > (? << 32) + ? AND position <= (? << 32) + ? ORDER BY position LIMIT ?';
+
+/**
+ * Parameters as {@link SELECT_PAGE}. `octet_length` reads only the record header (SQLite >= 3.43
+ * skips loading the value), so sizing a page costs no body I/O.
+ */
+const SELECT_PAGE_SIZES =
+  'SELECT octet_length(body) AS bytes FROM events ' +
   'WHERE position > (? << 32) + ? AND position <= (? << 32) + ? ORDER BY position LIMIT ?';
 
 const insertStatements = new Map<number, string>();
@@ -81,6 +90,26 @@ export function readHeadRow(driver: SqlDriver, key: number): number | null {
 /** The rows of sequences `after + 1 .. through` of the session with key `key`, at most `limit`. */
 export function readEventRows(driver: SqlDriver, key: number, after: number, through: number, limit: number): EventRow[] {
   return driver.query<EventRow>(SELECT_PAGE, key, after, key, through, limit);
+}
+
+/**
+ * The rows of sequences `after + 1 ..` as {@link readEventRows}, but only as many as fit in
+ * `maxBytes` of stored bodies (at least one): the sizes are read first, so a page of large events
+ * never loads more than its budget (plus the one event that may pass it alone). Returns the rows
+ * and their byte sizes, and how many rows the size query found (to detect gaps).
+ */
+export function readEventRowsWithinBytes(
+  driver: SqlDriver,
+  key: number,
+  after: number,
+  through: number,
+  limit: number,
+  maxBytes: number,
+): { rows: EventRow[]; sizes: number[]; found: number } {
+  const sizes = driver.query<{ bytes: number }>(SELECT_PAGE_SIZES, key, after, key, through, limit).map((row) => row.bytes);
+  const fits = countWithinByteBudget(sizes.length, (index) => sizes[index] ?? 0, maxBytes);
+  const rows = fits === 0 ? [] : readEventRows(driver, key, after, through, fits);
+  return { rows, sizes: sizes.slice(0, fits), found: sizes.length };
 }
 
 /** How many statements {@link insertEventRows} runs for `rows` events (one per set bit below 64, plus one per 64). */

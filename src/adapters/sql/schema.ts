@@ -95,6 +95,18 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
     )`,
     'CREATE INDEX IF NOT EXISTS tool_runs_by_run ON tool_runs (session_id, run_id)',
   ],
+  [
+    // Projection checkpoints (derived data): the latest one per session, in chunks.
+    `CREATE TABLE IF NOT EXISTS checkpoints (
+      session_id TEXT NOT NULL,
+      chunk INTEGER NOT NULL CHECK (chunk >= 0),
+      chunks INTEGER NOT NULL CHECK (chunks >= 1),
+      sequence INTEGER NOT NULL CHECK (sequence >= 1),
+      event_id TEXT NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY (session_id, chunk)
+    )`,
+  ],
 ];
 
 /** The schema version this code reads and writes. */

@@ -62,7 +62,7 @@ import {
   findSessionKey,
   insertEventRows,
   insertStatementCount,
-  readEventRows,
+  readEventRowsWithinBytes,
   readHeadRow,
   type EventRow,
 } from './event-rows.js';
@@ -296,7 +296,7 @@ export class SqlLedger {
   }
 
   /** Reads one page; see {@link DurableEventStore.read}. */
-  read(sessionId: SessionId, options?: Pick<DurableReadOptions, 'after' | 'limit'>): DurableReadResult {
+  read(sessionId: SessionId, options?: Pick<DurableReadOptions, 'after' | 'limit' | 'maxBytes'>): DurableReadResult {
     const id = checkSessionId(sessionId);
     const plan = planRead(options);
     return guard('DURABLE_EVENT_READ_FAILED', () => {
@@ -304,13 +304,16 @@ export class SqlLedger {
       checkReadCursor(plan.after, head);
       const after = plan.after ?? 0;
       const key = head === null ? null : this.#key(id);
-      const rows = key === null || head === null ? [] : readEventRows(this.driver, key, after, head, plan.limit);
+      const page =
+        key === null || head === null
+          ? { rows: [], sizes: [], found: 0 }
+          : readEventRowsWithinBytes(this.driver, key, after, head, plan.limit, plan.maxBytes);
       const expectedCount = Math.min(plan.limit, (head ?? 0) - after);
-      if (rows.length !== expectedCount) {
-        throw corrupt(id, `expected ${expectedCount} events after ${after}, found ${rows.length} (sequence gap)`);
+      if (page.found !== expectedCount || page.rows.length !== page.sizes.length) {
+        throw corrupt(id, `expected ${expectedCount} events after ${after}, found ${page.found} (sequence gap)`);
       }
-      const events = rows.map((row, index) => this.#decode(id, row, after + index + 1));
-      return buildReadPage(events, plan, head);
+      const events = page.rows.map((row, index) => this.#decode(id, row, after + index + 1));
+      return buildReadPage(events, plan, head, page.sizes);
     });
   }
 

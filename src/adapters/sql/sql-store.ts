@@ -15,6 +15,8 @@
  * after SQLite's WAL fsync; in a Durable Object, the runtime's output gate holds every reply until
  * the write is durable.
  */
+import type { DurableCheckpointRecord, DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { SqlCheckpoints } from './sql-checkpoints.js';
 import { throwIfAborted } from '../../core/abort.js';
 import type {
   DurabilityLedgerStore,
@@ -64,9 +66,13 @@ export interface SqlDurableEventStoreOptions extends SqlLedgerOptions {
  * const store = new SqlDurableEventStore(driver);
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  */
-export class SqlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class SqlDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   /** The synchronous core, for code that runs next to the database. */
   readonly ledger: SqlLedger;
+  /** Projection checkpoints (same database, own transactions). */
+  readonly checkpoints: SqlCheckpoints;
   /** The synchronous durability ledger core (same driver, same transaction domain). */
   readonly durability: SqlDurability;
   readonly #watchers = new Map<string, Set<DurableAppendListener>>();
@@ -76,6 +82,7 @@ export class SqlDurableEventStore implements DurableEventStore, DurableExecution
     const { onDurabilityCreateWithin, ...ledgerOptions } = options;
     this.ledger = new SqlLedger(driver, ledgerOptions);
     this.ledger.onCommit((commit) => this.#dispatch(commit));
+    this.checkpoints = new SqlCheckpoints(this.ledger.driver);
     // The ledger's driver: in single-writer mode it notices failed transactions (see SqlLedger).
     this.durability = new SqlDurability(this.ledger.driver, {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -119,6 +126,18 @@ export class SqlDurableEventStore implements DurableEventStore, DurableExecution
   async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
     throwIfAborted(options?.signal);
     return this.ledger.getHeadSequence(sessionId);
+  }
+
+  /** The session's latest projection checkpoint, or `null`. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    throwIfAborted(options?.signal);
+    return this.checkpoints.read(sessionId);
+  }
+
+  /** Replaces the session's projection checkpoint (one transaction). */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    throwIfAborted(options?.signal);
+    this.checkpoints.write(sessionId, record);
   }
 
   watch(sessionId: SessionId, listener: DurableAppendListener): () => void {

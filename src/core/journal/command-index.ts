@@ -22,11 +22,44 @@ export interface CommandRange {
   readonly contiguous: boolean;
 }
 
-/** Positions of every command seen in a log, in log order. */
+/** What a projection checkpoint keeps of the index: the latest commands and the fold position. */
+export interface CommandIndexCheckpoint {
+  readonly ranges: readonly CommandRange[];
+  readonly lastCommandId: CommandId | undefined;
+  readonly lastSequence: EventSequence | null;
+}
+
+/**
+ * Positions of every command seen in a log, in log order.
+ *
+ * An index restored from a checkpoint knows only the latest commands before it exactly (see
+ * `toCheckpoint`); an older command ID is found through the projector's key filter and the
+ * journal then folds the log from the start to locate it (`journal-log.ts`).
+ */
 export class CommandIndex {
   readonly #ranges = new Map<string, CommandRange>();
   #lastCommandId: string | undefined;
   #lastSequence: EventSequence | null = null;
+
+  /** The last `keep` commands (in log order) and the fold position. */
+  toCheckpoint(keep: number): CommandIndexCheckpoint {
+    const all = [...this.#ranges.values()];
+    return {
+      ranges: all.slice(Math.max(0, all.length - keep)),
+      // SAFETY: only command IDs are ever stored here.
+      lastCommandId: this.#lastCommandId as CommandId | undefined,
+      lastSequence: this.#lastSequence,
+    };
+  }
+
+  /** An index positioned where a checkpoint stands. */
+  static fromCheckpoint(saved: CommandIndexCheckpoint): CommandIndex {
+    const index = new CommandIndex();
+    for (const range of saved.ranges) index.#ranges.set(range.commandId, range);
+    index.#lastCommandId = saved.lastCommandId;
+    index.#lastSequence = saved.lastSequence;
+    return index;
+  }
 
   /** The range of `commandId`, if the log holds it. */
   get(commandId: CommandId): CommandRange | undefined {

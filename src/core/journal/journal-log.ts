@@ -9,6 +9,11 @@
  * 2. Every page must continue the sequence of this session exactly, or the read fails with
  *    `DurableSessionJournalError`; the projector then rechecks every lifecycle invariant.
  * 3. `readRange` reads one command's events back (the index keeps positions, not bodies).
+ * 4. Projection checkpoints (`../checkpoint/`): `load` starts from the latest valid checkpoint
+ *    and folds only the events after it; `fold` keeps a running digest and, when the policy says
+ *    so, writes a new checkpoint after the current call returns (off the append's critical path).
+ *    When a checkpoint-restored projector cannot decide on its own (an ID that may be older than
+ *    the checkpoint), `rebuild` folds the log from the first event and the caller retries.
  * Every store call is bounded by `storeTimeoutMs` and the caller's signal.
  */
 import { throwIfAborted, withDeadline } from '../abort.js';
@@ -19,6 +24,14 @@ import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
+import { canonicalEventText, encodeCheckpoint } from '../checkpoint/codec.js';
+import { isCheckpointStore, type DurableCheckpointStore } from '../checkpoint/contract.js';
+import { feedHash, hashString, INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
+import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
+import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
+import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
+import { ID_SPACE } from '../projector/fold-state.js';
+import { DURABLE_PROJECTOR_VERSION } from '../projector/projector.js';
 
 /** Builds a `DurableSessionJournalError` with optional details. */
 export function journalError(message: string, details?: Record<string, unknown>): DurableSessionJournalError {
@@ -27,18 +40,103 @@ export function journalError(message: string, details?: Record<string, unknown>)
 
 /** Loaded state of one session's log: projection, command positions, head. */
 export class JournalLog {
-  readonly projector: DurableSessionProjector;
-  readonly index = new CommandIndex();
+  projector: DurableSessionProjector;
+  index = new CommandIndex();
   #head: EventSequence | null = null;
   #lastEventId: EventId | null = null;
+  /** Running digest of the canonical events 1..head. */
+  #digest: RunningHashState = INITIAL_HASH_STATE;
+  /** Hash of the canonical event at the head. */
+  #anchor = 0;
+  /** Hashes of the used IDs already drained from the projector's key set. */
+  #filter: HashedKeyFilter = HashedKeyFilter.EMPTY;
+  /** True while the projector stands on a checkpoint's key filter. */
+  #restored = false;
+  #sinceEvents = 0;
+  #sinceBytes = 0;
+  /** Bumped by every reset: a queued checkpoint write of an older generation is dropped. */
+  #generation = 0;
+  #writes: Promise<void> = Promise.resolve();
+  /** What happened to the checkpoint at open (and whether a rebuild replaced it since). */
+  checkpointOutcome: DurableCheckpointOutcome = { status: 'none' };
 
   constructor(
     private readonly store: DurableEventStore,
     readonly sessionId: SessionId,
     private readonly pageSize: number,
     readonly storeTimeoutMs: number,
+    private readonly checkpoints: CheckpointSettings,
   ) {
     this.projector = new DurableSessionProjector({ sessionId });
+    this.#trackAdds();
+  }
+
+  get #writesCheckpoints(): boolean {
+    return this.checkpoints.write && isCheckpointStore(this.store);
+  }
+
+  #trackAdds(): void {
+    if (this.#writesCheckpoints) this.projector.checkpointState().ids.trackAdds();
+  }
+
+  /** Opens: the latest valid checkpoint (when allowed), then every event after it. */
+  async load(signal: AbortSignal | undefined): Promise<void> {
+    if (this.checkpoints.read) {
+      const { loaded, outcome } = await loadCheckpoint(
+        this.store,
+        this.sessionId,
+        (after, limit) =>
+          this.call(signal, (callSignal) => this.store.read(this.sessionId, { after, limit, signal: callSignal }), 'read'),
+        signal,
+      );
+      this.checkpointOutcome = outcome;
+      if (loaded !== null) this.#adopt(loaded);
+    }
+    await this.refresh(signal);
+  }
+
+  #adopt(loaded: LoadedCheckpoint): void {
+    const decoded = loaded.decoded;
+    this.projector = loaded.projector;
+    this.index = loaded.index;
+    this.#head = decoded.sequence;
+    this.#lastEventId = decoded.eventId;
+    this.#digest = decoded.digest;
+    this.#anchor = decoded.anchor;
+    this.#filter = decoded.keys;
+    this.#restored = true;
+    this.#trackAdds();
+  }
+
+  /** Forgets everything loaded (and any checkpoint) and folds the log from the first event. */
+  async rebuild(signal: AbortSignal | undefined, reason: string): Promise<void> {
+    this.#generation += 1;
+    this.projector = new DurableSessionProjector({ sessionId: this.sessionId });
+    this.index = new CommandIndex();
+    this.#head = null;
+    this.#lastEventId = null;
+    this.#digest = INITIAL_HASH_STATE;
+    this.#anchor = 0;
+    this.#filter = HashedKeyFilter.EMPTY;
+    this.#restored = false;
+    this.#sinceEvents = 0;
+    this.#sinceBytes = 0;
+    this.#trackAdds();
+    this.checkpointOutcome = { status: 'rebuilt', reason };
+    await this.refresh(signal);
+  }
+
+  /**
+   * The range of `commandId`, also when it is older than the checkpoint this view started from
+   * (then the log is folded from the start to locate it).
+   */
+  async findCommand(commandId: string, signal: AbortSignal | undefined): Promise<CommandRange | undefined> {
+    // SAFETY: the index is keyed by command IDs; a lookup by a plain string is harmless.
+    const known = this.index.get(commandId as never);
+    if (known !== undefined || !this.#restored) return known;
+    if (!this.projector.checkpointState().ids.base.mightContain(ID_SPACE.command + commandId)) return undefined;
+    await this.rebuild(signal, `command ${commandId} may be older than the checkpoint`);
+    return this.index.get(commandId as never);
   }
 
   /** The loaded head (`null` for an empty log). */
@@ -72,6 +170,15 @@ export class JournalLog {
 
   /** Folds every event after the loaded head, after proving the loaded head is still in the log. */
   async refresh(signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.#refreshOnce(signal);
+    } catch (error) {
+      if (!isCheckpointInconclusive(error)) throw error;
+      await this.rebuild(signal, error.message);
+    }
+  }
+
+  async #refreshOnce(signal: AbortSignal | undefined): Promise<void> {
     throwIfAborted(signal);
     this.assertHealthy();
     let anchored = this.#head !== null;
@@ -95,6 +202,8 @@ export class JournalLog {
         }
         events = events.slice(1);
         anchored = false;
+        // A page cut to its byte budget may hold the anchor alone: read on after it.
+        if (events.length === 0 && page.hasMore) continue;
       }
       if (events.length === 0) {
         if (page.hasMore) throw journalError('the store returned an empty page with hasMore = true');
@@ -124,10 +233,81 @@ export class JournalLog {
     this.projector.apply(events);
     this.index.observe(events);
     const last = events[events.length - 1];
-    if (last !== undefined) {
-      this.#head = last.sequence;
-      this.#lastEventId = last.eventId;
+    if (last === undefined) return;
+    this.#head = last.sequence;
+    this.#lastEventId = last.eventId;
+    // The running digest only feeds checkpoints: a journal that never writes one skips it.
+    if (!this.#writesCheckpoints) return;
+    let digest = this.#digest;
+    let text = '';
+    for (const event of events) {
+      text = canonicalEventText(event);
+      digest = feedHash(digest, text);
+      this.#sinceBytes += text.length;
     }
+    this.#digest = digest;
+    this.#anchor = hashString(text);
+    this.#sinceEvents += events.length;
+    if (checkpointDue(this.checkpoints, last.sequence, this.#sinceEvents, this.#sinceBytes)) {
+      void this.checkpoint(false);
+    }
+  }
+
+  /**
+   * Captures a checkpoint at the loaded head now and writes it after the current call returns
+   * (queued behind earlier writes). Resolves once written: `true`, or `false` when there is
+   * nothing to write, the store has no checkpoint methods, or a rebuild made it obsolete. With
+   * `report`, a failed write rejects; otherwise it goes to `onWriteError` and resolves `false`.
+   */
+  checkpoint(report: boolean): Promise<boolean> {
+    const head = this.#head;
+    const eventId = this.#lastEventId;
+    if (!this.#writesCheckpoints || head === null || eventId === null || this.projector.failed || this.projector.needsFullFold) {
+      return Promise.resolve(false);
+    }
+    const { state, ids } = this.projector.checkpointState();
+    const drained = ids.drainAdds();
+    const commands = this.index.toCheckpoint(this.checkpoints.keepCommands);
+    const digest = this.#digest;
+    const anchor = this.#anchor;
+    const generation = this.#generation;
+    this.#sinceEvents = 0;
+    this.#sinceBytes = 0;
+    const write = this.#writes.then(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (generation !== this.#generation) return false;
+      const keys = this.#filter.withKeys(drained);
+      this.#filter = keys;
+      const record = encodeCheckpoint({
+        sessionId: this.sessionId,
+        sequence: head,
+        eventId,
+        projectorVersion: DURABLE_PROJECTOR_VERSION,
+        anchor,
+        digest,
+        state,
+        commands,
+        keys,
+      });
+      // SAFETY: #writesCheckpoints checked the capability.
+      const store = this.store as unknown as DurableCheckpointStore;
+      await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
+      return true;
+    });
+    this.#writes = write.then(
+      () => undefined,
+      () => undefined,
+    );
+    if (report) return write;
+    return write.catch((error: unknown) => {
+      this.checkpoints.onWriteError?.(error);
+      return false;
+    });
+  }
+
+  /** Resolves once every queued checkpoint write settled. */
+  async flushCheckpoints(): Promise<void> {
+    await this.#writes;
   }
 
   /** Reads a contiguous command range back from the store, checking every event belongs to it. */

@@ -23,6 +23,7 @@ import {
   MAX_READ_LIMIT,
 } from '../../protocol/limits.js';
 import type { DurableSessionProjection } from '../projector/projection-types.js';
+import { resolveCheckpointPolicy, type CheckpointSettings, type DurableCheckpointPolicy } from '../checkpoint/policy.js';
 
 /** Default number of refresh-and-retry rounds after explicit compare-and-append conflicts. */
 export const DEFAULT_MAX_CONFLICT_RETRIES = 3;
@@ -49,6 +50,11 @@ export interface DurableSessionJournalOptions {
   signal?: AbortSignal;
   /** Events per read while loading and refreshing, 1..1000 (default 100). */
   pageSize?: number;
+  /**
+   * Projection checkpoints (used when the store implements `readCheckpoint`/`writeCheckpoint`):
+   * the policy, or `false` to neither read nor write them. See `docs/checkpoints.md`.
+   */
+  checkpoints?: DurableCheckpointPolicy | false;
 }
 
 /** Validated journal settings. */
@@ -58,6 +64,7 @@ export interface JournalSettings {
   pageSize: number;
   executionLease: DurableJournalExecutionLease | undefined;
   executionLeaseStore: DurableExecutionLeaseStore | undefined;
+  checkpoints: CheckpointSettings;
 }
 
 /** A draft as a command carries it: `commandId` may be omitted (the journal stamps it). */
@@ -155,6 +162,7 @@ export function resolveJournalOptions(options: DurableSessionJournalOptions | un
     pageSize,
     executionLease: lease,
     executionLeaseStore: o.executionLeaseStore,
+    checkpoints: resolveCheckpointPolicy(o.checkpoints),
   };
 }
 

@@ -42,6 +42,8 @@ import type { CommandRange } from './command-index.js';
 import { findCommandMismatch } from './command-matching.js';
 import { previewCommand } from './command-preview.js';
 import { JournalLog, journalError } from './journal-log.js';
+import { isCheckpointInconclusive } from '../checkpoint/key-filter.js';
+import type { DurableCheckpointOutcome } from '../checkpoint/load.js';
 import {
   prepareCommand,
   resolveJournalOptions,
@@ -88,7 +90,7 @@ export class DurableSessionJournal {
     this.#store = store;
     this.sessionId = sessionId;
     this.#settings = settings;
-    this.#log = new JournalLog(store, sessionId, settings.pageSize, settings.storeTimeoutMs);
+    this.#log = new JournalLog(store, sessionId, settings.pageSize, settings.storeTimeoutMs, settings.checkpoints);
   }
 
   /**
@@ -125,7 +127,7 @@ export class DurableSessionJournal {
         );
       }
     }
-    await journal.#refresh(signal);
+    await journal.#log.load(signal);
     return journal;
   }
 
@@ -159,6 +161,29 @@ export class DurableSessionJournal {
   /** The recovery plan of the current projection. */
   getRecoveryPlan(): DurableRecoveryPlan {
     return this.#log.projector.recoveryPlan();
+  }
+
+  /**
+   * What happened to the projection checkpoint when this journal opened: `none`, `used` (the
+   * sequence it stood at), `discarded` (why), or `rebuilt` (the checkpoint could not decide on an
+   * ID and the log was folded from the start).
+   */
+  getCheckpointOutcome(): DurableCheckpointOutcome {
+    return this.#log.checkpointOutcome;
+  }
+
+  /**
+   * Writes a projection checkpoint at the loaded head now (the policy writes them on its own).
+   * Resolves `true` once stored, `false` when the store has no checkpoint methods, checkpoint
+   * writes are off, or the log is empty. Rejects when the store fails the write.
+   */
+  writeCheckpoint(): Promise<boolean> {
+    return this.#enqueue(() => this.#log.checkpoint(true));
+  }
+
+  /** Resolves once every checkpoint write this journal queued has settled. */
+  flushCheckpoints(): Promise<void> {
+    return this.#log.flushCheckpoints();
   }
 
   /** The head this journal has loaded (`null` for an empty log). */
@@ -203,13 +228,13 @@ export class DurableSessionJournal {
     if (this.#uncertain !== null) return this.#reconcileUncertain(prepared, this.#uncertain, signal);
     if (this.#stale) await this.#refresh(signal);
 
-    const known = this.#log.index.get(prepared.commandId);
+    const known = await this.#log.findCommand(prepared.commandId, signal);
     if (known !== undefined) return this.#matchStored(prepared, known, 'replayed', signal);
 
     if (prepared.pinned && prepared.expectedHeadSequence !== this.#log.head) {
       // The caller may have observed a newer head than ours (or ours moved): decide on fresh state.
       await this.#refresh(signal);
-      const found = this.#log.index.get(prepared.commandId);
+      const found = await this.#log.findCommand(prepared.commandId, signal);
       if (found !== undefined) return this.#matchStored(prepared, found, 'reconciled', signal);
       if (prepared.expectedHeadSequence !== this.#log.head) {
         throw new DurableEventSequenceConflictError(prepared.expectedHeadSequence, this.#log.head);
@@ -218,11 +243,20 @@ export class DurableSessionJournal {
 
     for (let attempt = 0; ; attempt++) {
       const head = this.#log.head;
-      previewCommand(this.#log.projector, prepared.drafts, {
-        sessionId: this.sessionId,
-        head,
-        nowIso: new Date().toISOString(),
-      });
+      try {
+        previewCommand(this.#log.projector, prepared.drafts, {
+          sessionId: this.sessionId,
+          head,
+          nowIso: new Date().toISOString(),
+        });
+      } catch (error) {
+        if (!isCheckpointInconclusive(error)) throw error;
+        // Only the whole log can judge an ID older than the checkpoint: fold it, then decide again.
+        await this.#log.rebuild(signal, error.message);
+        const found = await this.#log.findCommand(prepared.commandId, signal);
+        if (found !== undefined) return this.#matchStored(prepared, found, 'reconciled', signal);
+        continue;
+      }
       this.#checkLease();
       throwIfAborted(signal);
       let result: DurableAppendResult;
@@ -240,7 +274,7 @@ export class DurableSessionJournal {
       } catch (error) {
         if (isDurableEventSequenceConflictError(error)) {
           await this.#refresh(signal);
-          const found = this.#log.index.get(prepared.commandId);
+          const found = await this.#log.findCommand(prepared.commandId, signal);
           if (found !== undefined) return this.#matchStored(prepared, found, 'reconciled', signal);
           if (prepared.pinned || attempt >= this.#settings.maxConflictRetries) throw error;
           continue;
@@ -248,12 +282,17 @@ export class DurableSessionJournal {
         if (appendFailureProvesNothingWritten(error)) throw error;
         return this.#reconcileAfterFailure(prepared, error, signal);
       }
-      return this.#acceptAppend(prepared, head, result);
+      return this.#acceptAppend(prepared, head, result, signal);
     }
   }
 
   /** Checks the store's append result against the command, then folds it. */
-  #acceptAppend(prepared: PreparedCommand, head: EventSequence | null, result: DurableAppendResult): DurableCommitResult {
+  async #acceptAppend(
+    prepared: PreparedCommand,
+    head: EventSequence | null,
+    result: DurableAppendResult,
+    signal: AbortSignal | undefined,
+  ): Promise<DurableCommitResult> {
     const events: DurableEventEnvelope[] = Array.isArray(result?.events) ? result.events : [];
     const base = head ?? 0;
     const last = events[events.length - 1];
@@ -276,7 +315,12 @@ export class DurableSessionJournal {
         { commandId: prepared.commandId },
       );
     }
-    this.#log.fold(events);
+    try {
+      this.#log.fold(events);
+    } catch (error) {
+      if (!isCheckpointInconclusive(error)) throw error;
+      await this.#log.rebuild(signal, error.message);
+    }
     return this.#result('committed', prepared.commandId, events);
   }
 
@@ -329,7 +373,7 @@ export class DurableSessionJournal {
       this.#uncertain = prepared.commandId;
       throw this.#outcomeUnknown(prepared.commandId, 'the reload after the failure failed', failure, reloadError);
     }
-    const found = this.#log.index.get(prepared.commandId);
+    const found = await this.#log.findCommand(prepared.commandId, signal);
     if (found === undefined) {
       this.#uncertain = prepared.commandId;
       throw this.#outcomeUnknown(prepared.commandId, 'it is not in the log (yet)', failure);
@@ -360,7 +404,7 @@ export class DurableSessionJournal {
     } catch (error) {
       throw this.#outcomeUnknown(uncertain, 'the reload failed', error);
     }
-    const found = this.#log.index.get(uncertain);
+    const found = await this.#log.findCommand(uncertain, signal);
     if (found === undefined) throw this.#outcomeUnknown(uncertain, 'it is still not in the log', undefined);
     try {
       const result = await this.#matchStored(prepared, found, 'reconciled', signal);

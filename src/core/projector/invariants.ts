@@ -45,6 +45,7 @@
  * the session in a copy-on-write string set (about one short string per event) for the reuse and
  * causation checks; nothing else grows with the length of the log.
  */
+import { fastParseEnvelope } from '../../protocol/draft-fast-path.js';
 import { safeParseDurableEventEnvelope, type DurableEventEnvelope } from '../../protocol/events.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { appended, seal } from './frozen-data.js';
@@ -88,9 +89,13 @@ export function foldEvent(
   raw: unknown,
   expectedSessionId: SessionId | undefined,
 ): FoldState {
-  const parsed = safeParseDurableEventEnvelope(raw);
-  if (!parsed.ok) throw projectionViolation(locationOf(raw), 'schema', parsed.problem);
-  const event = parsed.value;
+  // The fast path returns exactly what zod would, or declines; zod then decides (and names the problem).
+  let event = fastParseEnvelope(raw);
+  if (event === undefined) {
+    const parsed = safeParseDurableEventEnvelope(raw);
+    if (!parsed.ok) throw projectionViolation(locationOf(raw), 'schema', parsed.problem);
+    event = parsed.value;
+  }
   const ctx: FoldContext = { event, ids };
   checkEnvelope(state, ctx, expectedSessionId);
   const next = dispatch(state, ctx, event);

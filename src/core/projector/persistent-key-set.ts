@@ -13,7 +13,12 @@
  * 4. `has` checks `top`, then the layers.
  *
  * Memory: one string per key for the set's lifetime (shared by all forks).
+ *
+ * A set restored from a projection checkpoint also has a `base`: the hashes of every key used
+ * before the checkpoint. A key found there is only *maybe* present, so `has` and `add` throw
+ * `DurableCheckpointInconclusiveError` rather than guess; the owner then folds the whole log.
  */
+import { DurableCheckpointInconclusiveError, HashedKeyFilter } from '../checkpoint/key-filter.js';
 
 /** Keys stay in `top` until this many accumulate, then they are sealed into a layer. */
 const TOP_SEAL_THRESHOLD = 256;
@@ -22,20 +27,55 @@ const TOP_SEAL_THRESHOLD = 256;
 export class PersistentKeySet {
   private layers: ReadonlySet<string>[];
   private top: Set<string>;
+  /** Hashes of the keys used before a checkpoint (empty when folded from the start). */
+  readonly base: HashedKeyFilter;
+  private added: string[] | null = null;
 
-  private constructor(layers: ReadonlySet<string>[]) {
+  private constructor(layers: ReadonlySet<string>[], base: HashedKeyFilter) {
     this.layers = layers;
     this.top = new Set();
+    this.base = base;
   }
 
   /** An empty set. */
   static empty(): PersistentKeySet {
-    return new PersistentKeySet([]);
+    return new PersistentKeySet([], HashedKeyFilter.EMPTY);
   }
 
-  /** Number of keys. */
+  /** A set whose keys before a checkpoint are known only by their hashes (see the module header). */
+  static restored(base: HashedKeyFilter): PersistentKeySet {
+    return new PersistentKeySet([], base);
+  }
+
+  /**
+   * Starts recording the keys added from now on (for the checkpoint writer, which turns them into
+   * hashes incrementally); forks do not record.
+   */
+  trackAdds(): void {
+    this.added ??= [];
+  }
+
+  /** The keys added since the previous call (or since `trackAdds`), and forgets them. */
+  drainAdds(): string[] {
+    const added = this.added ?? [];
+    if (this.added !== null) this.added = [];
+    return added;
+  }
+
+  /** Every key known exactly (added to this set, not part of `base`). */
+  *exactKeys(): IterableIterator<string> {
+    for (const layer of this.layers) yield* layer;
+    yield* this.top;
+  }
+
+  /** The hashes of every key of this set: `base` plus the exact keys. */
+  toFilter(): HashedKeyFilter {
+    return this.base.withKeys(this.exactKeys());
+  }
+
+  /** Number of keys (including those of `base`). */
   get size(): number {
-    let total = this.top.size;
+    let total = this.top.size + this.base.size;
     for (const layer of this.layers) total += layer.size;
     return total;
   }
@@ -51,6 +91,7 @@ export class PersistentKeySet {
       // SAFETY: index is within bounds.
       if ((this.layers[index] as ReadonlySet<string>).has(key)) return true;
     }
+    if (this.base.size > 0 && this.base.mightContain(key)) throw new DurableCheckpointInconclusiveError(key);
     return false;
   }
 
@@ -58,6 +99,7 @@ export class PersistentKeySet {
   add(key: string): boolean {
     if (this.has(key)) return false;
     this.top.add(key);
+    this.added?.push(key);
     if (this.top.size >= TOP_SEAL_THRESHOLD) this.seal();
     return true;
   }
@@ -65,7 +107,7 @@ export class PersistentKeySet {
   /** An independent copy: later adds on either side are invisible to the other. */
   fork(): PersistentKeySet {
     this.seal();
-    return new PersistentKeySet(this.layers.slice());
+    return new PersistentKeySet(this.layers.slice(), this.base);
   }
 
   private seal(): void {

@@ -5,6 +5,11 @@
  * bounded by the page size plus the projection), applies each page, and stops at the first page
  * without `hasMore`. A store page that claims more events but returns none, or whose final head
  * disagrees with the events returned, is a broken contract and fails closed.
+ *
+ * When the store keeps projection checkpoints (`readCheckpoint`), the fold starts from the latest
+ * valid one and reads only the events after it; if the checkpoint cannot decide on an ID that may
+ * be older than it, the whole log is folded from the first event instead. The result is the same
+ * either way (`docs/checkpoints.md`).
  */
 import { DurableEventProjectionError } from '../../protocol/errors.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
@@ -12,6 +17,8 @@ import { DEFAULT_READ_LIMIT } from '../../protocol/limits.js';
 import { throwIfAborted } from '../abort.js';
 import type { DurableEventStore } from '../store.js';
 import { DurableSessionProjector } from './projector.js';
+import { isCheckpointInconclusive } from '../checkpoint/key-filter.js';
+import { loadCheckpoint, type DurableCheckpointOutcome } from '../checkpoint/load.js';
 import type { DurableRecoveryPlan, DurableSessionProjection } from './projection-types.js';
 
 /** Options of {@link projectDurableSession}. */
@@ -20,6 +27,8 @@ export interface ProjectDurableSessionOptions {
   pageSize?: number | undefined;
   /** Aborts between and during reads. */
   signal?: AbortSignal | undefined;
+  /** Start from the store's latest valid projection checkpoint, when it has one (default true). */
+  checkpoints?: boolean | undefined;
 }
 
 /** Result of {@link projectDurableSession}. */
@@ -28,8 +37,14 @@ export interface ProjectedDurableSession {
   recoveryPlan: DurableRecoveryPlan;
   /** Head the projection reflects (`null` for an empty log). */
   headSequence: EventSequence | null;
-  /** The projector positioned at `headSequence`, to keep applying later pages. */
+  /**
+   * The projector positioned at `headSequence`, to keep applying later pages. When it started
+   * from a checkpoint, a later `apply` may throw `DurableCheckpointInconclusiveError` (an ID that
+   * may be older than the checkpoint): then project again with `checkpoints: false`.
+   */
   projector: DurableSessionProjector;
+  /** What happened to the projection checkpoint. */
+  checkpoint: DurableCheckpointOutcome;
 }
 
 function brokenPage(message: string): DurableEventProjectionError {
@@ -50,8 +65,34 @@ export async function projectDurableSession(
 ): Promise<ProjectedDurableSession> {
   const limit = options.pageSize ?? DEFAULT_READ_LIMIT;
   const signal = options.signal;
-  const projector = new DurableSessionProjector({ sessionId });
-  let after: EventSequence | undefined;
+  if (options.checkpoints !== false) {
+    const { loaded, outcome } = await loadCheckpoint(
+      store,
+      sessionId,
+      (after, pageLimit) => store.read(sessionId, { after, limit: pageLimit, signal }),
+      signal,
+    );
+    if (loaded === null) return foldFrom(store, sessionId, new DurableSessionProjector({ sessionId }), limit, signal, outcome);
+    try {
+      return await foldFrom(store, sessionId, loaded.projector, limit, signal, outcome);
+    } catch (error) {
+      if (!isCheckpointInconclusive(error)) throw error;
+      const rebuilt: DurableCheckpointOutcome = { status: 'rebuilt', reason: error.message };
+      return foldFrom(store, sessionId, new DurableSessionProjector({ sessionId }), limit, signal, rebuilt);
+    }
+  }
+  return foldFrom(store, sessionId, new DurableSessionProjector({ sessionId }), limit, signal, { status: 'none' });
+}
+
+async function foldFrom(
+  store: DurableEventStore,
+  sessionId: SessionId,
+  projector: DurableSessionProjector,
+  limit: number,
+  signal: AbortSignal | undefined,
+  checkpoint: DurableCheckpointOutcome,
+): Promise<ProjectedDurableSession> {
+  let after: EventSequence | undefined = projector.headSequence ?? undefined;
   for (;;) {
     throwIfAborted(signal);
     const page = await store.read(sessionId, { after, limit, signal });
@@ -73,5 +114,6 @@ export async function projectDurableSession(
     recoveryPlan: projector.recoveryPlan(),
     headSequence: projector.headSequence,
     projector,
+    checkpoint,
   };
 }

@@ -14,11 +14,19 @@ import { DurableEventProjectionError } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { seal } from './frozen-data.js';
+import { isCheckpointInconclusive, type DurableCheckpointInconclusiveError } from '../checkpoint/key-filter.js';
 import { EMPTY_FOLD_STATE, type FoldState } from './fold-state.js';
 import { foldEvent } from './invariants.js';
 import { PersistentKeySet } from './persistent-key-set.js';
 import type { DurableRecoveryPlan, DurableSessionProjection } from './projection-types.js';
 import { planDurableRecovery } from './recovery-plan.js';
+
+/**
+ * Version of the fold rules. A projection checkpoint written under another version is discarded
+ * (and the log folded from the start): bump it whenever a rule, the fold state or the recovery
+ * classification changes.
+ */
+export const DURABLE_PROJECTOR_VERSION = 1;
 
 /** Options of {@link DurableSessionProjector}. */
 export interface DurableSessionProjectorOptions {
@@ -45,6 +53,7 @@ export class DurableSessionProjector {
   private state: FoldState;
   private ids: PersistentKeySet;
   private failure: DurableEventProjectionError | null = null;
+  private inconclusive: DurableCheckpointInconclusiveError | null = null;
   private cachedSnapshot: DurableSessionProjection | null = null;
 
   constructor(options: DurableSessionProjectorOptions = {}) {
@@ -61,6 +70,15 @@ export class DurableSessionProjector {
   /** True once a violation failed this instance. */
   get failed(): boolean {
     return this.failure !== null;
+  }
+
+  /**
+   * True once a projector restored from a checkpoint met a key only the full log can judge
+   * (`DurableCheckpointInconclusiveError`): discard it and fold the log from the start. Never
+   * true for a projector that folded from the first event.
+   */
+  get needsFullFold(): boolean {
+    return this.inconclusive !== null;
   }
 
   /** The error that failed this instance, if any. */
@@ -87,6 +105,10 @@ export class DurableSessionProjector {
         this.cachedSnapshot = null;
       }
     } catch (error) {
+      if (isCheckpointInconclusive(error)) {
+        this.inconclusive = error;
+        throw error;
+      }
       this.failure =
         error instanceof DurableEventProjectionError
           ? error
@@ -129,7 +151,29 @@ export class DurableSessionProjector {
     return copy;
   }
 
+  /**
+   * The fold state and used-ID set, for the checkpoint writer (internal: not part of the public
+   * surface; the state is immutable and the set must not be modified).
+   */
+  checkpointState(): { state: FoldState; ids: PersistentKeySet } {
+    this.throwIfFailed();
+    return { state: this.state, ids: this.ids };
+  }
+
+  /** A projector positioned where a checkpoint stands (internal: used by the checkpoint reader). */
+  static fromCheckpointState(
+    options: DurableSessionProjectorOptions,
+    state: FoldState,
+    ids: PersistentKeySet,
+  ): DurableSessionProjector {
+    const projector = new DurableSessionProjector(options);
+    projector.state = state;
+    projector.ids = ids;
+    return projector;
+  }
+
   private throwIfFailed(): void {
     if (this.failure !== null) throw this.failure;
+    if (this.inconclusive !== null) throw this.inconclusive;
   }
 }

@@ -6,6 +6,7 @@
  * {@link DurableRecoveryCommandResult}. Inputs are plain data and are checked strictly at run time:
  * an unknown key, a malformed ID or an unknown status is `DURABLE_EVENT_INVALID_INPUT`.
  */
+import type { DurableCheckpointPolicy } from '../checkpoint/policy.js';
 import type { DurableJournalExecutionLease } from '../journal/journal-options.js';
 import type {
   DurableRecoveryPlan,
@@ -58,6 +59,8 @@ export interface DurableSessionRecoveryCoordinatorOptions {
   maxContinuationResponseBytes?: number;
   /** Events per read while loading (1..1000, default 100). */
   pageSize?: number;
+  /** Projection checkpoint policy, passed to the journal (default: read and write when the store supports them). */
+  checkpoints?: DurableCheckpointPolicy | false;
 }
 
 /** Options of a single coordinator call. */

@@ -132,6 +132,7 @@ export class DurableSessionRecoveryCoordinator {
       ...(options.executionLeaseStore === undefined ? {} : { executionLeaseStore: options.executionLeaseStore }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
       ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
     });
     const coordinator = new DurableSessionRecoveryCoordinator(store, journal, settings);
     await coordinator.#confirmOwnership(options.signal);

@@ -109,6 +109,20 @@ export class SessionJournalHost {
     });
   }
 
+  /**
+   * Folds what was appended since the unfenced journal's head; its checkpoint policy then writes
+   * a checkpoint when one is due. Resolves once that write settled. Failures are dropped: a
+   * checkpoint is derived data and the next open folds from the previous one.
+   */
+  maintainCheckpoints(sessionId: SessionId): Promise<void> {
+    return this.#enqueue(sessionId, async () => {
+      const slot = this.#unfenced;
+      const journal = await this.#journalOf(slot, sessionId);
+      await this.#watch(slot, 'journal', () => journal.refresh());
+      await journal.flushCheckpoints();
+    }).catch(() => undefined);
+  }
+
   /** The projection, plan and head, refreshed to the current head of the log. */
   projection(sessionId: SessionId): Promise<SessionProjectionResult> {
     return this.#enqueue(sessionId, async () => {

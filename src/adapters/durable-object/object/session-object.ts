@@ -72,6 +72,9 @@ import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers
 import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
 import { SessionJournalHost } from './journal.js';
+import { ObjectCheckpoints } from './checkpoints.js';
+import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
+import type { DurableCheckpointRecord } from '../../../core/checkpoint/contract.js';
 import type { RecoveryOperation } from '../../../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
@@ -123,7 +126,10 @@ function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions 
  *   }
  * }
  */
-export class SessionObject extends DurableObject<unknown> implements SessionObjectRpc, SessionObjectDurabilityRpc, SessionObjectJournalRpc {
+export class SessionObject
+  extends DurableObject<unknown>
+  implements SessionObjectRpc, SessionObjectDurabilityRpc, SessionObjectJournalRpc, SessionObjectCheckpointRpc
+{
   /**
    * Test-only fault injection shared by every instance in this isolate (the workerd test pool runs
    * tests and objects in one isolate). Never set it in production.
@@ -251,6 +257,20 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
     if (last === undefined) return;
     this.#waiters.notify(last.sequence);
     this.#sockets.broadcast(sessionId, events);
+    this.#checkpoints.afterCommit(sessionId, events.length);
+  }
+
+  // ---- RPC: projection checkpoints (derived data; the object also writes them itself) --------
+
+  async readCheckpoint(sessionId: string): Promise<RpcResult<DurableCheckpointRecord | null>> {
+    return toRpcResult(() => this.#store.readCheckpoint(this.bindSession(sessionId)));
+  }
+
+  async writeCheckpoint(sessionId: string, record: DurableCheckpointRecord): Promise<RpcResult<null>> {
+    return toRpcResult(async () => {
+      await this.#store.writeCheckpoint(this.bindSession(sessionId), record);
+      return null;
+    });
   }
 
   // ---- RPC: the store contract --------------------------------------------------------------
@@ -275,7 +295,7 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
       if (options !== undefined && (typeof options !== 'object' || options === null)) {
         throw invalidInput('read options must be an object');
       }
-      return this.ledger.read(id, { after: options?.after, limit: options?.limit });
+      return this.ledger.read(id, { after: options?.after, limit: options?.limit, maxBytes: options?.maxBytes });
     });
   }
 
@@ -409,6 +429,9 @@ export class SessionObject extends DurableObject<unknown> implements SessionObje
       return result as RecoveryResults[O];
     });
   }
+
+  /** Writes projection checkpoints after enough appends, off their critical path (`checkpoints.ts`). */
+  readonly #checkpoints = new ObjectCheckpoints((sessionId) => this.#journalHost().maintainCheckpoints(sessionId));
 
   #journalHost(): SessionJournalHost {
     return (this.#journals ??= new SessionJournalHost(this.#store));

@@ -21,6 +21,17 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import {
+  checkCheckpointRecord,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from '../../../core/checkpoint/contract.js';
+import {
+  commitCheckpointFile,
+  discardCheckpointFile,
+  prepareCheckpointFile,
+  readCheckpointFile,
+} from './checkpoint-file.js';
 import { throwIfAborted } from '../../../core/abort.js';
 import {
   buildReadPage,
@@ -97,7 +108,9 @@ export const MAX_CACHED_SESSIONS = 128;
  * ], { expectedLastSequence: null });
  * const page = await store.read(SessionId('session-123'), { after: result.previousSequence ?? undefined });
  */
-export class JsonlDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class JsonlDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   /** Absolute storage root. */
   readonly storageRoot: string;
   /** Budget for the process queue plus the OS lock, per call; 0 = one immediate attempt. */
@@ -218,6 +231,33 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     }
   }
 
+  /** The session's latest projection checkpoint (`{name}.checkpoint`), or `null`; see `checkpoint-file.ts`. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    throwIfAborted(options?.signal);
+    return readCheckpointFile(this.pathsOf(sessionId).checkpoint);
+  }
+
+  /**
+   * Replaces the session's projection checkpoint: the bytes are written and fsynced to a temp
+   * file first, then renamed over the old checkpoint under the session lock.
+   */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    const file = this.pathsOf(id).checkpoint;
+    const temp = await prepareCheckpointFile(file, checked);
+    let committed = false;
+    try {
+      await this.#locked(id, options?.signal, true, async () => {
+        await commitCheckpointFile(temp, file);
+        committed = true;
+      });
+    } finally {
+      if (!committed) await discardCheckpointFile(temp);
+    }
+  }
+
   /** {@inheritDoc DurableEventStore.read} */
   async read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
     throwIfAborted(options?.signal);
@@ -231,8 +271,8 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
       await handle.log.catchUp();
       const head = handle.log.head;
       checkReadCursor(plan.after, head);
-      const events = await handle.log.readPage(plan.after ?? 0, plan.limit);
-      return buildReadPage(events, plan, head);
+      const events = await handle.log.readPage(plan.after ?? 0, plan.limit, plan.maxBytes);
+      return buildReadPage(events, plan, head, 'already-cut');
     });
   }
 
@@ -334,6 +374,9 @@ export class JsonlDurableEventStore implements DurableEventStore, DurableExecuti
     decide: (state: LeaseState | null, nowMs: number) => LeaseState,
   ): Promise<DurableExecutionLeaseRecord> {
     return this.#locked(sessionId, signal, true, async (handle, call) => {
+      // The log names its session in every line: a file shared with another session ID (names that
+      // coincide on a case-insensitive filesystem) fails closed here before any lease is written.
+      await handle.log.catchUp();
       const state = handle.lease.read();
       const next = decide(state, this.#clock());
       if (next !== state) {

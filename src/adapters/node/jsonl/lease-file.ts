@@ -10,8 +10,14 @@
  *    rename it over the old one, fsync the directory. A crash leaves either the old or the new
  *    state, never a mix.
  *
- * Format: `{"version":1,"leaseId":..,"ownerId":..,"fencingToken":..,"acquiredAtMs":..,
- * "expiresAtMs":..,"released":..}`.
+ * 3. The file names the session it belongs to, and `read` refuses (`DURABLE_EVENT_CORRUPT_LOG`) a
+ *    file recording another session: two session IDs whose file names coincide (case-insensitive
+ *    filesystems fold `c2Vzc2lvbi1hYWE` and `c2Vzc2lvbi1HYWE` together) then fail closed instead of
+ *    sharing a lease and its fences.
+ *
+ * Format: `{"version":2,"sessionId":..,"leaseId":..,"ownerId":..,"fencingToken":..,
+ * "acquiredAtMs":..,"expiresAtMs":..,"released":..}`. Version 1 (without `sessionId`) is refused:
+ * its owner cannot be checked.
  */
 import { randomBytes } from 'node:crypto';
 import { close, constants, fsync, open, readFileSync, rename, statSync, unlink, write, type BigIntStats } from 'node:fs';
@@ -19,10 +25,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseLeaseState, type LeaseState } from '../../../core/log-engine.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
+import type { SessionId } from '../../../protocol/ids.js';
 import { syncDirectory } from './directory-sync.js';
 
 /** Version tag of the lease file format. */
-export const LEASE_FILE_VERSION = 1;
+export const LEASE_FILE_VERSION = 2;
 
 const openAsync = promisify(open);
 const writeAsync = promisify(write);
@@ -40,7 +47,10 @@ export class LeaseFile {
   #cachedIdentity: string | undefined;
   #cached: LeaseState | null = null;
 
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    readonly sessionId: SessionId,
+  ) {}
 
   /** The persisted state, or `null` when the session never had a lease. */
   read(): LeaseState | null {
@@ -72,6 +82,13 @@ export class LeaseFile {
     if ((value as { version?: unknown } | null)?.version !== LEASE_FILE_VERSION) {
       throw new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', `${this.path} has an unknown format version`);
     }
+    if ((value as { sessionId?: unknown }).sessionId !== this.sessionId) {
+      throw new DurableEventStoreError(
+        'DURABLE_EVENT_CORRUPT_LOG',
+        `${this.path} records the lease of another session (file names of two session IDs coincide, e.g. on a case-insensitive filesystem)`,
+        { details: { path: this.path } },
+      );
+    }
     const state = parseLeaseState(value);
     this.#cachedIdentity = id;
     this.#cached = state;
@@ -80,7 +97,7 @@ export class LeaseFile {
 
   /** Atomically replaces the persisted state. Throws `DURABLE_EVENT_WRITE_FAILED` (outcome unknown once renamed). */
   async write(state: LeaseState): Promise<void> {
-    const body = Buffer.from(`${JSON.stringify({ version: LEASE_FILE_VERSION, ...state })}\n`);
+    const body = Buffer.from(`${JSON.stringify({ version: LEASE_FILE_VERSION, sessionId: this.sessionId, ...state })}\n`);
     const temp = `${this.path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
     let renamed = false;
     try {

@@ -24,7 +24,9 @@ import type { SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';
 import { LineFile, type LineOwner } from './line-file.js';
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// `ignoreBOM: true` keeps a leading U+FEFF in the text, so JSON.parse refuses it here exactly as the page
+// read (plain `toString('utf8')`) does: a line is judged one way on the append and the read path.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function corrupt(message: string, details: Record<string, unknown>, cause?: unknown): DurabilityError {
   return new DurabilityError('DURABILITY_CORRUPT_RECORD', message, {

@@ -16,8 +16,8 @@
  * 2. `readRange` reads validated bytes back (one positional read); `isCurrent` tells a reader
  *    whether the validated state still describes the whole file, without the lock.
  * 3. `appendSync` cuts a torn tail, writes complete lines at the validated size with one
- *    positional write, fsyncs (and fsyncs the directory after creating the file), and only then
- *    advances the validated size.
+ *    positional write, fsyncs (and, on the first write through a descriptor, the directory: the
+ *    file's creator may have died before syncing its name), and only then advances the validated size.
  *
  * The write and its fsync are synchronous system calls: handing the flush to the libuv pool costs
  * a thread hand-off and a wake-up per commit (a write+flush loop ran about 1.6x slower that way on
@@ -77,7 +77,7 @@ export class LineFile {
   #validSize = 0;
   /** File size at the last look: more than `#validSize` means a torn tail awaits repair. */
   #fileSize = 0;
-  /** Set when this object created the file and has not yet fsynced its directory entry. */
+  /** Set until the first write through the open descriptor has fsynced the file's directory. */
   #directoryUnsynced = false;
 
   constructor(
@@ -121,6 +121,10 @@ export class LineFile {
     const stats = fstatSync(fd, { bigint: true });
     this.#fd = fd;
     this.#ino = stats.ino;
+    // Whoever created this file may have died between its first write and its directory fsync, so
+    // the name may not be durable yet: the first write through this descriptor fsyncs the
+    // directory too (once per open file; later writes skip it).
+    this.#directoryUnsynced = true;
     return Number(stats.size);
   }
 
@@ -272,7 +276,6 @@ export class LineFile {
         // that ignores the lock. Never cut it off; make the next call validate it instead.
         if (created !== 0) throw new Error(`${this.path} appeared outside the session lock`);
         this.#forget();
-        this.#directoryUnsynced = true;
       }
       // SAFETY: opened just above or by catchUp.
       const fd = this.#fd as number;
@@ -286,7 +289,7 @@ export class LineFile {
       }
       this.#fileSize = position + lines.length;
       fsyncSync(fd);
-      // A new file's directory entry must be durable too, or power loss could lose the whole file.
+      // The file's directory entry must be durable too, or power loss could lose the whole file.
       if (this.#directoryUnsynced) {
         syncDirectorySync(path.dirname(this.path));
         this.#directoryUnsynced = false;

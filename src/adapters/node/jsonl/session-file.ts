@@ -14,13 +14,16 @@
  * 3. `appendSync` writes complete batch lines at the validated size, fsyncs, and only then
  *    advances the head and the index.
  */
+import { encodedEventBytes } from '../../../core/log-engine.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventEnvelope } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';
 import { LineFile, type LineOwner } from './line-file.js';
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+// `ignoreBOM: true` keeps a leading U+FEFF in the text, so JSON.parse refuses it here exactly as the page
+// read (plain `toString('utf8')`) does: a line is judged one way on the append and the read path.
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** A batch being appended: its first and last sequence and the bytes of its line (with `\n`). */
 export interface BatchSpan {
@@ -149,37 +152,62 @@ export class SessionLog implements LineOwner {
     this.#head = next - 1;
   }
 
-  /** Events with sequences `after + 1 .. min(after + limit, head)`, read through the index. */
-  async readPage(after: number, limit: number): Promise<DurableEventEnvelope[]> {
+  /**
+   * Events with sequences `after + 1 .. min(after + limit, head)`, read through the index, cut to
+   * `maxBytes` of encoded events (see `buildReadPage`; the first event always comes). Only the
+   * batches that can contribute are read: reading stops at the first batch that starts past the
+   * budget. A whole line that fits is counted by its bytes (an upper bound of its events' sizes);
+   * the line that crosses the budget is measured event by event.
+   */
+  async readPage(after: number, limit: number, maxBytes: number): Promise<DurableEventEnvelope[]> {
     const start = after + 1;
-    const end = Math.min(after + limit, this.#head);
+    let end = Math.min(after + limit, this.#head);
     if (start > end || !this.#file.isOpen) return [];
     const first = this.#index.batchOf(start);
-    const last = this.#index.batchOf(end);
+    let last = this.#index.batchOf(end);
     const from = this.#index.offset(first);
+    for (let batch = first + 1; batch <= last; batch++) {
+      if (this.#index.offset(batch) - from >= maxBytes) {
+        last = batch - 1;
+        end = this.#index.firstSequence(batch) - 1;
+        break;
+      }
+    }
     const to = last + 1 < this.#index.size ? this.#index.offset(last + 1) : this.#file.validSize;
-    const text = (await this.#file.readRange(from, to)).toString('utf8');
+    const bytes = await this.#file.readRange(from, to);
     const events: DurableEventEnvelope[] = [];
     let expected = this.#index.firstSequence(first);
+    let used = 0;
+    let full = false;
     let lineStart = 0;
-    while (lineStart < text.length) {
-      let lineEnd = text.indexOf('\n', lineStart);
-      if (lineEnd === -1) lineEnd = text.length;
+    while (lineStart < bytes.length) {
+      let lineEnd = bytes.indexOf(0x0a, lineStart);
+      if (lineEnd === -1) lineEnd = bytes.length;
       let batch: unknown;
       try {
-        batch = JSON.parse(text.slice(lineStart, lineEnd));
+        batch = JSON.parse(bytes.toString('utf8', lineStart, lineEnd));
       } catch (error) {
         throw corrupt(`${this.path} changed after validation (byte ${from + lineStart})`, { path: this.path }, error);
       }
       if (!Array.isArray(batch)) throw corrupt(`${this.path} changed after validation`, { path: this.path });
+      const lineFits = used + (lineEnd - lineStart) <= maxBytes;
+      if (lineFits) used += lineEnd - lineStart;
       for (const value of batch as unknown[]) {
         const event = value as Partial<DurableEventEnvelope> | null;
         if (typeof event !== 'object' || event === null || event.sequence !== expected || event.sessionId !== this.sessionId) {
           throw corrupt(`${this.path} changed after validation (sequence ${expected})`, { path: this.path });
         }
-        // SAFETY: this line passed parseDurableEventEnvelope when the cache first covered it, and the
-        // file identity and size still match; the structural check above catches in-place edits.
-        if (expected >= start && expected <= end) events.push(value as DurableEventEnvelope);
+        if (expected >= start && expected <= end && !full) {
+          // SAFETY: this line passed parseDurableEventEnvelope when the cache first covered it, and the
+          // file identity and size still match; the structural check above catches in-place edits.
+          const envelope = value as DurableEventEnvelope;
+          if (!lineFits) {
+            const size = encodedEventBytes(envelope);
+            if (events.length > 0 && used + size > maxBytes) full = true;
+            else used += size;
+          }
+          if (!full) events.push(envelope);
+        }
         expected++;
       }
       lineStart = lineEnd + 1;

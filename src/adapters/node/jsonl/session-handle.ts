@@ -15,12 +15,14 @@
  * first so that a call on a free session costs no timer and no signal.
  */
 import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import type { SessionId } from '../../../protocol/ids.js';
 import { anySignal } from '../../../core/abort.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { StoreTestHooks } from '../../../core/store.js';
 import type { CallState } from './bounded-call.js';
 import { commitAppendGroup } from './append-commit.js';
+import { syncDirectorySync } from './directory-sync.js';
 import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
 import { GroupCommitQueue, type ReleaseLock } from './group-commit.js';
 import { LeaseFile } from './lease-file.js';
@@ -70,7 +72,7 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
     log: new SessionLog(paths.log, id),
     ledger: new SessionLedger(paths.ledger, id),
     lock: new SessionFileLock(paths.lock),
-    lease: new LeaseFile(paths.lease),
+    lease: new LeaseFile(paths.lease, id),
     directoryReady: false,
     users: 0,
     appends: new GroupCommitQueue({
@@ -125,6 +127,16 @@ export function tryLockSession(handle: SessionHandle): ReleaseLock | 'busy' | 'n
   };
 }
 
+/** Fsyncs the parent of every directory from `created` (the first one made) down to `directory`. */
+function syncCreatedDirectories(directory: string, created: string): void {
+  const made: string[] = [];
+  for (let current = directory; ; current = path.dirname(current)) {
+    made.push(current);
+    if (current === created || path.dirname(current) === current) break;
+  }
+  for (const child of made.reverse()) syncDirectorySync(path.dirname(child));
+}
+
 /** Takes the process queue, then the OS lock (see the module header). */
 export async function lockSession(
   handle: SessionHandle,
@@ -135,7 +147,9 @@ export async function lockSession(
   const lib = await loadLockAddon();
   if (!handle.directoryReady) {
     try {
-      mkdirSync(handle.paths.directory, { recursive: true, mode: 0o700 });
+      const created = mkdirSync(handle.paths.directory, { recursive: true, mode: 0o700 });
+      // A directory created here is durable only once its parent is fsynced (each level created).
+      if (created !== undefined) syncCreatedDirectories(handle.paths.directory, created);
     } catch (error) {
       throw new DurableEventStoreError('DURABLE_EVENT_LOCK_FAILED', `cannot create ${handle.paths.directory}`, {
         cause: error,

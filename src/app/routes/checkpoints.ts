@@ -1,0 +1,79 @@
+/**
+ * The projection checkpoint route (see `docs/checkpoints.md`): `GET` reads the session's latest
+ * checkpoint from its object, `POST` replaces it. The bytes travel as unpadded base64url in JSON.
+ * The object also writes checkpoints on its own; clients (the HTTP store) mostly read them.
+ */
+import { z } from 'zod';
+import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
+import { MAX_CHECKPOINT_BYTES, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import { encodeBase64Url, decodeBase64Url } from '../../protocol/base64url.js';
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import { EventId, EventSequence } from '../../protocol/ids.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
+import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
+import { okResponseSchema } from '../schemas.js';
+import { callObject, type SessionObjectHandle } from '../session-rpc.js';
+
+/** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
+export const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
+
+/** A checkpoint on the wire. */
+export const wireCheckpointSchema = z
+  .object({
+    sequence: z.number().int().min(1),
+    eventId: z.string().min(1).max(256),
+    /** The bytes, unpadded base64url. */
+    data: z.string().regex(/^[A-Za-z0-9_-]*$/),
+  })
+  .strict();
+
+const readResponseSchema = z.object({ checkpoint: wireCheckpointSchema.nullable() }).strict();
+
+function unavailable(cause: unknown): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
+}
+
+function checkpointRpc(object: SessionObjectHandle): SessionObjectCheckpointRpc {
+  // SAFETY: the stub forwards every public method of SessionObject, checkpoint ones included.
+  return object as unknown as SessionObjectCheckpointRpc;
+}
+
+/** The checkpoint routes. */
+export function checkpointRoutes(): RouteDefinition[] {
+  return [
+    defineSessionRoute({
+      method: 'get',
+      path: HTTP_PATHS.checkpoint,
+      operationId: 'readCheckpoint',
+      summary: "The session's latest projection checkpoint (derived data)",
+      tags: ['checkpoints'],
+      scope: 'read',
+      response: { schema: readResponseSchema, description: 'The checkpoint, or null.' },
+      errors: ['DURABLE_EVENT_UNAVAILABLE'],
+      async handle({ sessionId, object }) {
+        const record = await callObject(() => checkpointRpc(object).readCheckpoint(sessionId), unavailable);
+        if (record === null) return { checkpoint: null };
+        return { checkpoint: { sequence: record.sequence, eventId: record.eventId, data: encodeBase64Url(new Uint8Array(record.data)) } };
+      },
+    }),
+    defineSessionRoute({
+      method: 'post',
+      path: HTTP_PATHS.checkpoint,
+      operationId: 'writeCheckpoint',
+      summary: "Replace the session's projection checkpoint",
+      tags: ['checkpoints'],
+      scope: 'append',
+      body: wireCheckpointSchema,
+      maxBodyBytes: Math.ceil((MAX_HTTP_CHECKPOINT_BYTES * 4) / 3) + 1024,
+      response: { schema: okResponseSchema, description: 'Stored.' },
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_LIMIT_EXCEEDED', 'DURABLE_EVENT_UNAVAILABLE'],
+      async handle({ sessionId, object, body }) {
+        const data = decodeBase64Url(body.data);
+        if (data === undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint data is not base64url');
+        const record: DurableCheckpointRecord = { sequence: EventSequence(body.sequence), eventId: EventId(body.eventId), data };
+        await callObject(() => checkpointRpc(object).writeCheckpoint(sessionId, record), unavailable);
+        return { ok: true as const };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,192 @@
+/**
+ * The bytes of a projection checkpoint.
+ *
+ * Layout (little-endian): `"ALCP"` magic, u32 header length, the header as UTF-8 JSON, zero
+ * padding to a multiple of 8, the key filter (`keyCount` float64 hashes, sorted), and a float64
+ * checksum (`hashBytes`) of everything before it. A record that fails any check decodes to a
+ * reason string, never to a partial checkpoint.
+ */
+import type { DurableEventEnvelope } from '../../protocol/events.js';
+import { canonicalJson, type JsonValue } from '../../protocol/json.js';
+import type { CommandId, EventId, EventSequence, SessionId } from '../../protocol/ids.js';
+import type { CommandIndexCheckpoint, CommandRange } from '../journal/command-index.js';
+import type { FoldState, RecentEvent } from '../projector/fold-state.js';
+import { detach, seal } from '../projector/frozen-data.js';
+import type { DurableCheckpointRecord } from './contract.js';
+import { feedHash, hashBytes, hashString, type RunningHashState } from './hash.js';
+import { HashedKeyFilter } from './key-filter.js';
+
+/** Version of this byte layout. */
+export const CHECKPOINT_FORMAT = 1;
+const MAGIC = [0x41, 0x4c, 0x43, 0x50];
+
+/** Everything a checkpoint restores, decoded. */
+export interface DecodedCheckpoint {
+  readonly sessionId: SessionId;
+  readonly sequence: EventSequence;
+  readonly eventId: EventId;
+  readonly projectorVersion: number;
+  /** `hashString` of the canonical JSON of the event at `sequence`. */
+  readonly anchor: number;
+  /** Running hash of the canonical JSON of events 1..sequence. */
+  readonly digest: RunningHashState;
+  readonly state: FoldState;
+  readonly commands: CommandIndexCheckpoint;
+  readonly keys: HashedKeyFilter;
+}
+
+/** The canonical text of an event: what the digest and the anchor hash. */
+export function canonicalEventText(event: DurableEventEnvelope): string {
+  // SAFETY: envelopes are validated lossless JSON.
+  return canonicalJson(event as unknown as JsonValue);
+}
+
+/** The running digest after `event`. */
+export function chainDigest(digest: RunningHashState, event: DurableEventEnvelope): RunningHashState {
+  return feedHash(digest, canonicalEventText(event));
+}
+
+/** The anchor hash of the event a checkpoint stands at. */
+export function anchorOf(event: DurableEventEnvelope): number {
+  return hashString(canonicalEventText(event));
+}
+
+interface Header {
+  format: number;
+  projectorVersion: number;
+  sessionId: string;
+  sequence: number;
+  eventId: string;
+  anchor: number;
+  digest: [number, number];
+  keyCount: number;
+  state: unknown;
+  commands: { ranges: [string, number, number, number, boolean][]; lastCommandId: string | null; lastSequence: number | null };
+}
+
+/** Encodes a checkpoint. */
+export function encodeCheckpoint(checkpoint: DecodedCheckpoint): DurableCheckpointRecord {
+  const header: Header = {
+    format: CHECKPOINT_FORMAT,
+    projectorVersion: checkpoint.projectorVersion,
+    sessionId: checkpoint.sessionId,
+    sequence: checkpoint.sequence,
+    eventId: checkpoint.eventId,
+    anchor: checkpoint.anchor,
+    digest: [checkpoint.digest.h1, checkpoint.digest.h2],
+    keyCount: checkpoint.keys.size,
+    state: checkpoint.state,
+    commands: {
+      ranges: checkpoint.commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
+      lastCommandId: checkpoint.commands.lastCommandId ?? null,
+      lastSequence: checkpoint.commands.lastSequence,
+    },
+  };
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
+  const total = keysOffset + checkpoint.keys.size * 8 + 8;
+  const bytes = new Uint8Array(total);
+  bytes.set(MAGIC, 0);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(4, headerBytes.length, true);
+  bytes.set(headerBytes, 8);
+  new Float64Array(bytes.buffer, keysOffset, checkpoint.keys.size).set(checkpoint.keys.hashes);
+  view.setFloat64(total - 8, hashBytes(bytes.subarray(0, total - 8)), true);
+  return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data: bytes };
+}
+
+const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
+
+/** Decodes and checks a stored record; a string names why it was rejected. */
+export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckpoint | string {
+  const data = record.data;
+  if (!(data instanceof Uint8Array) || data.length < 24) return 'corrupt: too short';
+  for (let index = 0; index < 4; index++) if (data[index] !== MAGIC[index]) return 'corrupt: bad magic';
+  // Work on an aligned private copy (the float64 views need 8-byte alignment).
+  const bytes = data.byteOffset % 8 === 0 ? data : data.slice();
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (view.getFloat64(bytes.length - 8, true) !== hashBytes(bytes.subarray(0, bytes.length - 8))) {
+    return 'corrupt: checksum mismatch';
+  }
+  const headerLength = view.getUint32(4, true);
+  if (8 + headerLength > bytes.length - 8) return 'corrupt: header length';
+  let header: Header;
+  try {
+    header = JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes.subarray(8, 8 + headerLength))) as Header;
+  } catch {
+    return 'corrupt: header is not JSON';
+  }
+  if (typeof header !== 'object' || header === null || header.format !== CHECKPOINT_FORMAT) return 'unknown format';
+  if (!isInt(header.projectorVersion) || !isInt(header.sequence) || header.sequence < 1 || !isInt(header.keyCount)) {
+    return 'corrupt: header fields';
+  }
+  if (typeof header.sessionId !== 'string' || typeof header.eventId !== 'string' || !isInt(header.anchor)) {
+    return 'corrupt: header fields';
+  }
+  if (header.sequence !== record.sequence || header.eventId !== record.eventId) return 'record position disagrees with its bytes';
+  const keysOffset = Math.ceil((8 + headerLength) / 8) * 8;
+  if (keysOffset + header.keyCount * 8 + 8 !== bytes.length) return 'corrupt: length';
+  const keys = HashedKeyFilter.fromSorted(new Float64Array(bytes.buffer, bytes.byteOffset + keysOffset, header.keyCount));
+  if (keys === null) return 'corrupt: key filter not sorted';
+  const state = restoreFoldState(header.state);
+  const commands = restoreCommands(header.commands);
+  if (state === null || commands === null || !Array.isArray(header.digest) || !isInt(header.digest[0]) || !isInt(header.digest[1])) {
+    return 'corrupt: state';
+  }
+  return {
+    // SAFETY: the brands are checked against the log before the checkpoint is used.
+    sessionId: header.sessionId as SessionId,
+    sequence: header.sequence as EventSequence,
+    eventId: header.eventId as EventId,
+    projectorVersion: header.projectorVersion,
+    anchor: header.anchor,
+    digest: { h1: header.digest[0], h2: header.digest[1] },
+    state,
+    commands,
+    keys,
+  };
+}
+
+function restoreFoldState(raw: unknown): FoldState | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  // SAFETY: written by encodeCheckpoint from a FoldState and covered by the checksum.
+  const s = raw as Record<string, unknown> & FoldState;
+  if (!Array.isArray(s.recent)) return null;
+  const recent: RecentEvent[] = (s.recent as RecentEvent[]).map((r) =>
+    seal({ type: r.type, commandId: r.commandId, requestId: r.requestId, turnId: r.turnId, turn: r.turn }),
+  );
+  return seal({
+    sessionId: s.sessionId,
+    status: s.status,
+    headSequence: s.headSequence,
+    lastEventId: s.lastEventId,
+    activeRequest: detach(s.activeRequest ?? null),
+    completedRequests: s.completedRequests,
+    lastRequest: detach(s.lastRequest ?? null),
+    closedReason: s.closedReason === undefined ? undefined : detach(s.closedReason),
+    previousCommandId: s.previousCommandId,
+    recent: seal(recent),
+  });
+}
+
+function restoreCommands(raw: Header['commands'] | undefined): CommandIndexCheckpoint | null {
+  if (typeof raw !== 'object' || raw === null || !Array.isArray(raw.ranges)) return null;
+  const ranges: CommandRange[] = [];
+  for (const entry of raw.ranges) {
+    if (!Array.isArray(entry) || entry.length !== 5) return null;
+    const [commandId, firstSequence, lastSequence, eventCount, contiguous] = entry;
+    // SAFETY: written by encodeCheckpoint from valid ranges and covered by the checksum.
+    ranges.push({
+      commandId: commandId as CommandId,
+      firstSequence: firstSequence as EventSequence,
+      lastSequence: lastSequence as EventSequence,
+      eventCount,
+      contiguous,
+    });
+  }
+  return {
+    ranges,
+    lastCommandId: (raw.lastCommandId ?? undefined) as CommandId | undefined,
+    lastSequence: raw.lastSequence as EventSequence | null,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The optional store capability for projection checkpoints (see `docs/checkpoints.md`).
+ *
+ * A checkpoint is derived data: core encodes it (`codec.ts`), the store keeps the latest one per
+ * session next to the log, in the same durability domain, and hands it back byte for byte. A store
+ * without these methods still works; the journal and projector then fold the whole log.
+ */
+import { DurableEventStoreError } from '../../protocol/errors.js';
+import { describeInvalidId, type EventId, type EventSequence, type SessionId } from '../../protocol/ids.js';
+import type { DurableStoreCallOptions } from '../store.js';
+
+/** One stored projection checkpoint: where it stands, and the opaque bytes core encoded. */
+export interface DurableCheckpointRecord {
+  /** Sequence of the last event the checkpoint covers. */
+  sequence: EventSequence;
+  /** Event ID at `sequence` when the checkpoint was written. */
+  eventId: EventId;
+  /** Encoded by core; stores keep it as is (at most {@link MAX_CHECKPOINT_BYTES}). */
+  data: Uint8Array;
+}
+
+/** Largest checkpoint a store must accept (about 8 bytes per ID a session ever used, plus state). */
+export const MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Checkpoint storage. Rules:
+ * - `writeCheckpoint` replaces the session's checkpoint atomically: a reader sees the previous
+ *   record or the new one, never a mix, also after a crash mid-write;
+ * - `readCheckpoint` returns the latest record written (or `null`), with identical bytes;
+ * - neither changes the event log, and neither needs the execution fence (checkpoints are derived
+ *   data any reader may rebuild); core checks every record before trusting it.
+ */
+export interface DurableCheckpointStore {
+  readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null>;
+  writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void>;
+}
+
+/** True when `store` implements {@link DurableCheckpointStore}. */
+export function isCheckpointStore(store: unknown): store is DurableCheckpointStore {
+  return (
+    typeof store === 'object' &&
+    store !== null &&
+    typeof (store as Partial<DurableCheckpointStore>).readCheckpoint === 'function' &&
+    typeof (store as Partial<DurableCheckpointStore>).writeCheckpoint === 'function'
+  );
+}
+
+/**
+ * The checks every store runs on `writeCheckpoint` input (bad input is
+ * `DURABLE_EVENT_INVALID_INPUT`, an oversized record `DURABLE_EVENT_LIMIT_EXCEEDED`). Returns the
+ * record with a private copy of the bytes.
+ */
+export function checkCheckpointRecord(record: unknown): DurableCheckpointRecord {
+  const r = record as Partial<DurableCheckpointRecord> | null;
+  if (typeof r !== 'object' || r === null) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a checkpoint record must be an object');
+  }
+  if (typeof r.sequence !== 'number' || !Number.isSafeInteger(r.sequence) || r.sequence < 1) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint sequence must be an integer >= 1');
+  }
+  const eventIdProblem = typeof r.eventId === 'string' ? describeInvalidId(r.eventId) : 'must be a string';
+  if (eventIdProblem !== undefined) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `checkpoint eventId ${eventIdProblem}`);
+  }
+  if (!(r.data instanceof Uint8Array)) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint data must be a Uint8Array');
+  }
+  if (r.data.length > MAX_CHECKPOINT_BYTES) {
+    throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `checkpoint data exceeds ${MAX_CHECKPOINT_BYTES} bytes`);
+  }
+  // SAFETY: checked above.
+  return { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: r.data.slice() };
+}

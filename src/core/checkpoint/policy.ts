@@ -1,0 +1,70 @@
+/**
+ * When the journal writes a projection checkpoint.
+ */
+import { DurableSessionJournalError } from '../../protocol/errors.js';
+
+/** Checkpoint settings of a journal (`checkpoints` option); `false` turns them off entirely. */
+export interface DurableCheckpointPolicy {
+  /** Write after this many events since the last checkpoint (default 4096). */
+  everyEvents?: number;
+  /** ...or after this many bytes of canonical event JSON, whichever comes first (default 8 MiB). */
+  everyBytes?: number;
+  /**
+   * ...but never more often than once per `head / spacingDivisor` events (default 64): a
+   * checkpoint's size grows with the session (8 bytes per used ID), so spacing them in
+   * proportion keeps the amortised cost per appended event constant.
+   */
+  spacingDivisor?: number;
+  /** Command ranges kept exactly in a checkpoint (default 1024); older ones are found by a full fold. */
+  keepCommands?: number;
+  /** Read the latest checkpoint when opening (default true). */
+  read?: boolean;
+  /** Write checkpoints (default true when the store supports them). */
+  write?: boolean;
+  /** Called with every checkpoint write failure (checkpoints are derived data: nothing else happens). */
+  onWriteError?: (error: unknown) => void;
+}
+
+/** Resolved {@link DurableCheckpointPolicy}. */
+export interface CheckpointSettings {
+  everyEvents: number;
+  everyBytes: number;
+  spacingDivisor: number;
+  keepCommands: number;
+  read: boolean;
+  write: boolean;
+  onWriteError: ((error: unknown) => void) | undefined;
+}
+
+export const DEFAULT_CHECKPOINT_EVERY_EVENTS = 4096;
+export const DEFAULT_CHECKPOINT_EVERY_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_CHECKPOINT_SPACING_DIVISOR = 64;
+export const DEFAULT_CHECKPOINT_KEEP_COMMANDS = 1024;
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new DurableSessionJournalError(`checkpoints.${name} must be a positive integer`);
+  }
+  return value;
+}
+
+/** Validates a policy (`false`: neither read nor write). */
+export function resolveCheckpointPolicy(policy: DurableCheckpointPolicy | false | undefined): CheckpointSettings {
+  const p = policy === false ? { read: false, write: false } : (policy ?? {});
+  return {
+    everyEvents: positive('everyEvents', p.everyEvents, DEFAULT_CHECKPOINT_EVERY_EVENTS),
+    everyBytes: positive('everyBytes', p.everyBytes, DEFAULT_CHECKPOINT_EVERY_BYTES),
+    spacingDivisor: positive('spacingDivisor', p.spacingDivisor, DEFAULT_CHECKPOINT_SPACING_DIVISOR),
+    keepCommands: positive('keepCommands', p.keepCommands, DEFAULT_CHECKPOINT_KEEP_COMMANDS),
+    read: p.read ?? true,
+    write: p.write ?? true,
+    onWriteError: p.onWriteError,
+  };
+}
+
+/** True when a checkpoint is due after `events` / `bytes` since the last one at `head`. */
+export function checkpointDue(settings: CheckpointSettings, head: number, events: number, bytes: number): boolean {
+  if (events < Math.ceil(head / settings.spacingDivisor)) return false;
+  return events >= settings.everyEvents || bytes >= settings.everyBytes;
+}

@@ -1,0 +1,148 @@
+/**
+ * What every part of a Session shares: the journal writer, the history fold, the frame hub, the
+ * lease, settings, and the internal signals that unwind a run.
+ *
+ * `commit` is the only way the Session writes: it stamps `occurredAt` from the injected clock,
+ * resubmits a command whose outcome is unknown (the journal then only reconciles by reading, it
+ * never writes twice), maps a lost lease or an unreconcilable command to {@link ExecutionStopped},
+ * and, once the command is in the log, folds it into the history and publishes it on the stream.
+ */
+import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type { DurableCommandEventDraft, DurableCommitResult } from '../core/journal/journal-options.js';
+import type { DurableSessionJournal } from '../core/journal/journal.js';
+import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
+import type { DurableEventStore } from '../core/store.js';
+import {
+  isDurableCommandOutcomeUnknownError,
+  isDurableExecutionLeaseError,
+  isDurableExecutionLeaseTimeoutError,
+} from '../protocol/errors.js';
+import type { DurableReason, InterruptBehavior, ModelIdentity, ModelSelection } from '../protocol/event-payloads.js';
+import { CommandId, type InputId, type SessionId } from '../protocol/ids.js';
+import type { FrameHub } from './frames.js';
+import type { HistoryProjection } from './history.js';
+import type { AnySessionTool, SessionClock, SessionIdKind, SessionPermissionHandler } from './types.js';
+
+/** Resubmissions of a command whose outcome is unknown before the Session stops. */
+const UNKNOWN_OUTCOME_RESUBMITS = 3;
+
+/** Local execution must stop without a durable terminal event. */
+export class ExecutionStopped extends Error {
+  constructor(
+    readonly reason: 'lease_lost' | 'outcome_unknown' | 'handoff' | 'error',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ExecutionStopped';
+  }
+}
+
+/** The run was asked to stop (abort, a `now` Request, handoff); unwinds the driver to its stop handling. */
+export class StopRequested extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StopRequested';
+  }
+}
+
+/** The Request reached its terminal event (already committed); unwinds the driver. */
+export class RequestEnded extends Error {
+  constructor() {
+    super('request ended');
+    this.name = 'RequestEnded';
+  }
+}
+
+/** Why a run is being stopped on purpose. */
+export type StopIntent =
+  | { kind: 'interrupt'; reason: DurableReason; byInputId?: InputId }
+  | { kind: 'handoff' }
+  | { kind: 'lost'; error: unknown };
+
+/** Settings after defaults. */
+export interface SessionSettings {
+  model: LanguageModelV3;
+  modelIdentity: ModelIdentity | undefined;
+  resolveModel: ((selection: ModelSelection) => LanguageModelV3 | undefined) | undefined;
+  callSettings: Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal'> | undefined;
+  streaming: boolean;
+  system: string | undefined;
+  tools: Readonly<Record<string, AnySessionTool>>;
+  maxTurns: number;
+  onPermission: SessionPermissionHandler | undefined;
+  clock: SessionClock;
+  durability: boolean;
+}
+
+/** Shared state of one Session object. */
+export interface SessionCore {
+  readonly sessionId: SessionId;
+  /** The store as the host gave it (the journal reads through a tap that feeds the history). */
+  readonly store: DurableEventStore;
+  readonly journal: DurableSessionJournal;
+  readonly lease: DurableExecutionLease | undefined;
+  readonly history: HistoryProjection;
+  readonly hub: FrameHub;
+  readonly settings: SessionSettings;
+  newId(kind: SessionIdKind): string;
+}
+
+/** The selection persisted for a model. */
+export function selectionOf(model: LanguageModelV3): ModelSelection {
+  return { provider: model.provider, model: model.modelId };
+}
+
+/** Commits one command (see the module header) and returns the journal's result. */
+export async function commit(
+  core: SessionCore,
+  commandId: string,
+  events: readonly DurableCommandEventDraft[],
+): Promise<DurableCommitResult> {
+  const occurredAt = new Date(core.settings.clock()).toISOString();
+  const command = {
+    commandId: CommandId(commandId),
+    // SAFETY: spreading a draft keeps its discriminant; only `occurredAt` is added.
+    events: events.map((event) => ({ ...event, occurredAt }) as DurableCommandEventDraft),
+  };
+  let result: DurableCommitResult;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      result = await core.journal.commit(command);
+      break;
+    } catch (error) {
+      if (isDurableExecutionLeaseError(error) || isDurableExecutionLeaseTimeoutError(error)) {
+        throw new ExecutionStopped('lease_lost', `the execution lease was lost: ${(error as Error).message}`, { cause: error });
+      }
+      if (isDurableCommandOutcomeUnknownError(error)) {
+        if (attempt < UNKNOWN_OUTCOME_RESUBMITS) continue;
+        throw new ExecutionStopped('outcome_unknown', `command ${commandId} has an unknown outcome`, { cause: error });
+      }
+      throw error;
+    }
+  }
+  if (result.status !== 'replayed') {
+    core.history.apply(result.events);
+    if (core.hub.listening) for (const event of result.events) core.hub.publish({ type: 'durable_event', event });
+  }
+  return result;
+}
+
+/**
+ * Confirms with the lease store, right before model or tool I/O, that this worker still owns the
+ * session (no-op without a lease).
+ */
+export async function validateOwnership(core: SessionCore): Promise<void> {
+  const lease = core.lease;
+  if (lease === undefined) return;
+  try {
+    await lease.assert();
+  } catch (error) {
+    throw new ExecutionStopped('lease_lost', `the execution lease was lost: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** The signal a tool with `behavior` listens to. */
+export function interruptSignal(behavior: InterruptBehavior, cancel: AbortSignal, kill: AbortSignal): AbortSignal {
+  return behavior === 'block' ? kill : cancel;
+}

@@ -1,0 +1,207 @@
+/**
+ * Message history as a projection of the log.
+ *
+ * The fold reads committed envelopes in order and keeps, per Request:
+ * - the user input (`request_accepted`; a turn-recovery continuation becomes a short user note
+ *   carrying the recovery facts, and a pre-Turn rollover replaces its source's input);
+ * - every confirmed model response (`model_request_completed`) with its tool calls;
+ * - every tool outcome (`tool_completed`, `tool_failed`, and `tool_cancelled` unless a rollover
+ *   cancelled it with `process_restart`: the continuation carries that fact instead);
+ * - steering inputs (`input_applied` other than the initial one), whose content only this process
+ *   knows (protocol v4 persists their IDs, not their content).
+ * `messages()` materializes the history the next model call sees: each assistant message keeps
+ * only the tool calls that have a paired outcome, followed by those outcomes. Failed and aborted
+ * model attempts leave nothing. The same fold runs live and on restore, so both see one history.
+ */
+import { parseRecoveryContinuation } from '../core/recovery/continuation.js';
+import type { DurableInput, ModelResponse, ModelUsage, RequestUsage } from '../protocol/event-payloads.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import type { JsonValue } from '../protocol/json.js';
+import type { SessionHistoryMessage } from './types.js';
+
+interface UserEntry {
+  kind: 'user';
+  requestId: string;
+  content: DurableInput;
+}
+interface AssistantEntry {
+  kind: 'assistant';
+  requestId: string;
+  modelAttemptId: string;
+  response: ModelResponse;
+}
+type Entry = UserEntry | AssistantEntry;
+
+interface ToolOutcome {
+  outcome: 'completed' | 'failed' | 'cancelled';
+  result: JsonValue;
+}
+
+/** Per-Request facts the loop needs besides the messages. */
+export interface RequestFacts {
+  /** `hasToolCalls` of the Request's last completed Turn. */
+  lastTurnHadToolCalls: boolean;
+  /** The last confirmed response (for `request_completed.output`). */
+  lastResponse: ModelResponse | undefined;
+  usage: RequestUsage;
+}
+
+function textOf(content: DurableInput): string {
+  if (typeof content === 'string') return content;
+  return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+function continuationNote(input: DurableInput): DurableInput | null {
+  const parsed = parseRecoveryContinuation(input);
+  if (parsed === null) return null;
+  const facts = parsed.continuation.tools.map((tool) => ({
+    toolName: tool.toolName,
+    toolCallId: tool.toolCallId,
+    status: tool.status,
+    ...(tool.result === undefined ? {} : { result: tool.result }),
+  }));
+  return (
+    'The previous attempt at this request was interrupted by a restart and continues here. ' +
+    `Recorded tool facts: ${JSON.stringify(facts)}. Continue the original request.`
+  );
+}
+
+/** The history fold (see the module header). */
+export class HistoryProjection {
+  readonly #entries: Entry[] = [];
+  /** toolCallId per toolAttemptId, and tool name. */
+  readonly #attempts = new Map<string, { toolCallId: string; toolName: string; modelAttemptId: string }>();
+  /** Outcome per `modelAttemptId` + toolCallId. */
+  readonly #outcomes = new Map<string, ToolOutcome>();
+  readonly #facts = new Map<string, RequestFacts>();
+  /** Steering input contents known to this process, by input ID. */
+  readonly #steering = new Map<string, DurableInput>();
+  readonly #initialInputs = new Map<string, string>();
+
+  /** Remembers a steering input's content until its `input_applied` is folded. */
+  rememberSteering(inputId: string, content: DurableInput): void {
+    this.#steering.set(inputId, content);
+  }
+
+  facts(requestId: string): RequestFacts {
+    let facts = this.#facts.get(requestId);
+    if (facts === undefined) {
+      facts = { lastTurnHadToolCalls: false, lastResponse: undefined, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 } };
+      this.#facts.set(requestId, facts);
+    }
+    return facts;
+  }
+
+  /** Highest sequence folded; events at or below it are skipped (the live and read paths may both see one event). */
+  #lastSequence = 0;
+
+  apply(events: readonly DurableEventEnvelope[]): void {
+    for (const event of events) {
+      if (event.sequence <= this.#lastSequence) continue;
+      this.#lastSequence = event.sequence;
+      this.#apply(event);
+    }
+  }
+
+  #apply(event: DurableEventEnvelope): void {
+    switch (event.type) {
+      case 'request_accepted': {
+        this.#initialInputs.set(event.requestId, event.data.inputId);
+        const recovery = event.data.recovery;
+        const note = recovery === undefined ? null : continuationNote(event.data.input);
+        if (recovery !== undefined && note === null) {
+          // A pre-Turn rollover: the prepared input replaces the source's input.
+          const index = this.#entries.findIndex((entry) => entry.kind === 'user' && entry.requestId === recovery.requestId);
+          if (index !== -1) this.#entries.splice(index, 1);
+        }
+        this.#entries.push({ kind: 'user', requestId: event.requestId, content: note ?? event.data.input });
+        return;
+      }
+      case 'input_applied': {
+        if (this.#initialInputs.get(event.requestId) === event.data.inputId) return;
+        const content = this.#steering.get(event.data.inputId);
+        if (content !== undefined) {
+          this.#entries.push({ kind: 'user', requestId: event.requestId, content });
+          this.#steering.delete(event.data.inputId);
+        }
+        return;
+      }
+      case 'model_request_completed': {
+        const response = event.data.response;
+        this.#entries.push({ kind: 'assistant', requestId: event.requestId, modelAttemptId: event.modelAttemptId, response });
+        const facts = this.facts(event.requestId);
+        facts.lastResponse = response;
+        if (response.usage !== undefined) addUsage(facts.usage, response.usage);
+        return;
+      }
+      case 'tool_scheduled':
+        this.#attempts.set(event.toolAttemptId, {
+          toolCallId: event.data.toolCallId,
+          toolName: event.data.toolName,
+          modelAttemptId: event.modelAttemptId,
+        });
+        return;
+      case 'tool_completed':
+        this.#setOutcome(event.toolAttemptId, { outcome: 'completed', result: event.data.result });
+        return;
+      case 'tool_failed':
+        this.#setOutcome(event.toolAttemptId, {
+          outcome: 'failed',
+          result: { code: event.data.error.code, message: event.data.error.message },
+        });
+        return;
+      case 'tool_cancelled':
+        if (event.data.reason !== 'process_restart') {
+          this.#setOutcome(event.toolAttemptId, { outcome: 'cancelled', result: `cancelled: ${event.data.reason}` });
+        }
+        return;
+      case 'turn_completed':
+        this.facts(event.requestId).lastTurnHadToolCalls = event.data.hasToolCalls;
+        return;
+      default:
+        return;
+    }
+  }
+
+  #setOutcome(toolAttemptId: string, outcome: ToolOutcome): void {
+    const attempt = this.#attempts.get(toolAttemptId);
+    if (attempt === undefined) return;
+    this.#outcomes.set(`${attempt.modelAttemptId}\u0000${attempt.toolCallId}`, outcome);
+  }
+
+  /** The history the next model call sees. */
+  messages(): SessionHistoryMessage[] {
+    const messages: SessionHistoryMessage[] = [];
+    for (const entry of this.#entries) {
+      if (entry.kind === 'user') {
+        messages.push({ role: 'user', content: entry.content });
+        continue;
+      }
+      const paired = (entry.response.toolCalls ?? []).flatMap((call) => {
+        const outcome = this.#outcomes.get(`${entry.modelAttemptId}\u0000${call.id}`);
+        return outcome === undefined ? [] : [{ call, outcome }];
+      });
+      if (textOf(entry.response.content).length === 0 && paired.length === 0) continue;
+      messages.push({
+        role: 'assistant',
+        content: entry.response.content,
+        toolCalls: paired.map(({ call }) => ({ toolCallId: call.id, toolName: call.name, input: call.arguments })),
+      });
+      for (const { call, outcome } of paired) {
+        messages.push({ role: 'tool', toolCallId: call.id, toolName: call.name, outcome: outcome.outcome, result: outcome.result });
+      }
+    }
+    return messages;
+  }
+}
+
+function addUsage(total: RequestUsage, usage: ModelUsage): void {
+  total.inputTokens += usage.promptTokens;
+  total.outputTokens += usage.completionTokens;
+  total.totalTokens += usage.totalTokens;
+}
+
+/** The answer text of a response. */
+export function responseText(response: ModelResponse | undefined): string {
+  return response === undefined ? '' : textOf(response.content);
+}

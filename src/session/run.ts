@@ -1,0 +1,88 @@
+/**
+ * One Request being driven by this process: its execution snapshot, the signals that stop its
+ * work, the steering inputs waiting for it, and the promise its caller awaits.
+ *
+ * Two signals: `cancel` stops the model call, permission waits and tools with
+ * `interruptBehavior: 'cancel'`; `kill` (lease loss) stops every tool, `block` ones included.
+ */
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
+import type { InputId, RequestId } from '../protocol/ids.js';
+import type { JsonObject } from '../protocol/json.js';
+import { newAbortError } from '../core/abort.js';
+import { StopRequested, type StopIntent } from './core.js';
+import type { SessionRequestResult } from './types.js';
+
+/** A steering input waiting for its `input_applied`. */
+export interface PendingSteer {
+  inputId: InputId;
+  input: DurableInput;
+  priority: Priority;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** See the module header. */
+export class RequestRun {
+  readonly cancel = new AbortController();
+  readonly kill = new AbortController();
+  stop: StopIntent | null = null;
+  modelCall: AbortController | null = null;
+  steering: PendingSteer[] = [];
+  steeredSinceTurn = false;
+  readonly result: Promise<SessionRequestResult>;
+  #resolve!: (result: SessionRequestResult) => void;
+  #reject!: (error: unknown) => void;
+  #settled = false;
+
+  constructor(
+    readonly requestId: RequestId,
+    readonly inputId: InputId,
+    readonly maxTurns: number,
+    readonly model: LanguageModelV3,
+    readonly selection: ModelSelection,
+    readonly context: JsonObject,
+  ) {
+    this.result = new Promise<SessionRequestResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    // A caller that never awaits `result` must not see an unhandled rejection.
+    this.result.catch(() => undefined);
+  }
+
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  settle(result: SessionRequestResult): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#resolve(result);
+  }
+
+  fail(error: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    for (const steer of this.steering) steer.reject(error);
+    this.steering = [];
+    this.#reject(error);
+  }
+
+  /** Stops the run's cancelable work for `intent` (the first intent wins). */
+  requestStop(intent: StopIntent): void {
+    if (this.stop === null || intent.kind === 'lost') this.stop = intent;
+    if (intent.kind === 'lost') this.kill.abort(intent.error);
+    this.cancel.abort(intent.kind === 'lost' ? intent.error : newAbortError(`stopped: ${intent.kind}`));
+  }
+
+  /** Aborts only the model call in flight (a `now` steering input). */
+  interruptModelCall(): void {
+    this.modelCall?.abort(newAbortError('superseded by a steering input'));
+  }
+
+  /** The error that unwinds the driver for the current stop intent. */
+  stopError(): Error {
+    return new StopRequested(`Request ${this.requestId} is stopping (${this.stop?.kind ?? 'unknown'})`);
+  }
+}

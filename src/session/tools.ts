@@ -1,0 +1,332 @@
+/**
+ * Tool attempts: scheduling, permission round trips, execution, outcomes.
+ *
+ * `driveTool` moves one attempt from the state the log holds to a terminal outcome:
+ *   scheduled --(needs permission)--> permission_requested --host--> permission_resolved
+ *     allow -> tool_started (as non_idempotent: the projector's rule after a permission round trip)
+ *     deny / cancel -> tool_cancelled, in the same command as the decision
+ *   scheduled (no permission) -> tool_started -> execute -> tool_completed | tool_failed
+ *   started / outcome_unknown, pure or idempotent (restored in place) -> execute again -> outcome
+ * `tool_started` is committed before the handler runs, and the lease is validated between the
+ * two. A handler that ends because its signal aborted is recorded as `tool_cancelled` (abort,
+ * `now` Request) or, during a handoff, conservatively as `tool_outcome_unknown`. A lost lease
+ * writes nothing.
+ */
+import { createDurabilityPort } from '../core/durability/port.js';
+import { isDurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import type { DurabilityPort } from '../core/durability/port-types.js';
+import { toolCallScope } from '../core/durability/scope.js';
+import type { DurableCommandEventDraft } from '../core/journal/journal-options.js';
+import { entriesOf, ownEntry } from '../core/projector/frozen-data.js';
+import type { DurableActiveTurnView, DurableToolAttemptView } from '../core/projector/projection-types.js';
+import { isAbortError, SessionDurableRecorderError } from '../protocol/errors.js';
+import type { DurableErrorInfo, DurableReason, ModelToolCall, PermissionDecision } from '../protocol/event-payloads.js';
+import { PermissionRequestId, ToolAttemptId, type ModelAttemptId, type RequestId, type TurnId } from '../protocol/ids.js';
+import { isLosslessJson, type JsonValue } from '../protocol/json.js';
+import { commit, ExecutionStopped, interruptSignal, validateOwnership, type SessionCore } from './core.js';
+import type { RequestRun } from './run.js';
+import type { AnySessionTool, SessionPermissionDecision, SessionToolContext } from './types.js';
+
+function currentTurn(core: SessionCore, run: RequestRun): DurableActiveTurnView {
+  const turn = core.journal.getProjection().activeRequest?.activeTurn ?? null;
+  if (turn === null) throw new SessionDurableRecorderError(`Request ${run.requestId} has no active Turn`);
+  return turn;
+}
+
+function toolOf(core: SessionCore, name: string): AnySessionTool | undefined {
+  return Object.hasOwn(core.settings.tools, name) ? core.settings.tools[name] : undefined;
+}
+
+/** `tool_scheduled` drafts for the calls of `modelAttemptId` not scheduled yet. */
+export function scheduleDrafts(
+  core: SessionCore,
+  run: RequestRun,
+  turn: DurableActiveTurnView,
+  modelAttemptId: ModelAttemptId,
+  calls: readonly ModelToolCall[],
+): DurableCommandEventDraft[] {
+  const known = new Set(
+    entriesOf(turn.toolAttempts)
+      .filter((tool) => tool.modelAttemptId === modelAttemptId)
+      .map((tool) => tool.toolCallId),
+  );
+  const drafts: DurableCommandEventDraft[] = [];
+  for (const call of calls) {
+    if (known.has(call.id)) continue;
+    known.add(call.id);
+    const tool = toolOf(core, call.name);
+    let input: JsonValue = call.arguments;
+    if (tool?.repairInput !== undefined) {
+      try {
+        const repaired: unknown = tool.repairInput(call.arguments);
+        if (isLosslessJson(repaired)) input = repaired;
+      } catch {
+        // An input the repair refuses runs as the model wrote it; the handler decides.
+      }
+    }
+    drafts.push({
+      type: 'tool_scheduled',
+      requestId: run.requestId,
+      turnId: turn.turnId,
+      modelAttemptId,
+      toolAttemptId: ToolAttemptId(core.newId('tool_attempt')),
+      data: {
+        toolCallId: call.id,
+        toolName: call.name,
+        modelInput: call.arguments,
+        input,
+        sideEffect: tool?.sideEffect ?? 'pure',
+        interruptBehavior: tool?.interruptBehavior ?? 'cancel',
+      },
+    });
+  }
+  return drafts;
+}
+
+/** `tool_cancelled` for every attempt of `modelAttemptId` that never started (its model call is void or the Turn is ending). */
+export function cancelUnstartedTools(
+  requestId: RequestId,
+  turn: DurableActiveTurnView,
+  modelAttemptId: ModelAttemptId,
+  reason: DurableReason,
+): DurableCommandEventDraft[] {
+  return entriesOf(turn.toolAttempts)
+    .filter(
+      (tool) =>
+        tool.modelAttemptId === modelAttemptId &&
+        (tool.status === 'scheduled' || tool.status === 'permission_allowed' || tool.status === 'permission_denied'),
+    )
+    .sort((a, b) => a.scheduledSequence - b.scheduledSequence)
+    .map((tool) => ({
+      type: 'tool_cancelled' as const,
+      requestId,
+      turnId: turn.turnId,
+      toolAttemptId: tool.toolAttemptId,
+      data: { toolCallId: tool.toolCallId, toolName: tool.toolName, reason },
+    }));
+}
+
+/** Correlation of a tool event. */
+interface ToolScope {
+  requestId: RequestId;
+  turnId: TurnId;
+  toolAttemptId: ToolAttemptId;
+}
+
+function needsPermission(tool: AnySessionTool | undefined, input: JsonValue): boolean {
+  const rule = tool?.needsPermission;
+  // SAFETY: the handler's input type is the tool's own; the Session passes the persisted input.
+  return typeof rule === 'function' ? (rule as (input: JsonValue) => boolean)(input) : rule === true;
+}
+
+function decisionOf(answer: SessionPermissionDecision): { decision: PermissionDecision; message?: string } {
+  return typeof answer === 'string' ? { decision: answer } : answer;
+}
+
+/** Moves one tool attempt to a terminal outcome (see the module header). */
+export async function driveTool(core: SessionCore, run: RequestRun, toolAttemptId: ToolAttemptId): Promise<void> {
+  for (;;) {
+    const turn = currentTurn(core, run);
+    const view = ownEntry(turn.toolAttempts, toolAttemptId);
+    if (view === undefined) throw new SessionDurableRecorderError(`tool attempt ${toolAttemptId} is not in the active Turn`);
+    const scope = { requestId: run.requestId, turnId: turn.turnId, toolAttemptId };
+    const identity = { toolCallId: view.toolCallId, toolName: view.toolName };
+    const tool = toolOf(core, view.toolName);
+    switch (view.status) {
+      case 'completed':
+      case 'failed':
+      case 'cancelled':
+        return;
+      case 'scheduled':
+        if (tool === undefined) {
+          await commit(core, `tool-end:${toolAttemptId}`, [{ type: 'tool_cancelled', ...scope, data: { ...identity, reason: 'error' } }]);
+          return;
+        }
+        if (needsPermission(tool, view.input)) {
+          const permissionRequestId = PermissionRequestId(core.newId('permission'));
+          const message = tool.permissionMessage === undefined ? undefined : callMessage(tool, view.input);
+          await commit(core, `perm:${toolAttemptId}`, [
+            {
+              type: 'permission_requested',
+              ...scope,
+              data: { ...identity, permissionRequestId, input: view.input, ...(message === undefined ? {} : { message }) },
+            },
+          ]);
+          continue;
+        }
+        await startTool(core, run, view, scope, identity, view.sideEffect);
+        continue;
+      case 'awaiting_permission': {
+        const permission = view.permissionRequestId === undefined ? undefined : ownEntry(turn.permissions, view.permissionRequestId);
+        if (permission === undefined) throw new SessionDurableRecorderError(`tool attempt ${toolAttemptId} awaits an unknown permission`);
+        const { decision, message } = await askPermission(core, run, view, permission.permissionRequestId, permission.message, false);
+        const events: DurableCommandEventDraft[] = [
+          {
+            type: 'permission_resolved',
+            ...scope,
+            data: { permissionRequestId: permission.permissionRequestId, decision, ...(message === undefined ? {} : { message }) },
+          },
+        ];
+        if (decision !== 'allow') {
+          events.push({
+            type: 'tool_cancelled',
+            ...scope,
+            data: { ...identity, reason: decision === 'deny' ? 'permission_denied' : 'permission_cancelled' },
+          });
+        }
+        await commit(core, `perm-end:${toolAttemptId}`, events);
+        continue;
+      }
+      case 'permission_allowed':
+        await startTool(core, run, view, scope, identity, 'non_idempotent');
+        continue;
+      case 'permission_denied':
+        await commit(core, `tool-end:${toolAttemptId}`, [{ type: 'tool_cancelled', ...scope, data: { ...identity, reason: 'permission_denied' } }]);
+        return;
+      case 'started':
+      case 'outcome_unknown':
+        if (view.sideEffect === 'non_idempotent' || tool === undefined) {
+          throw new SessionDurableRecorderError(
+            `tool attempt ${toolAttemptId} (${view.sideEffect}) started without a trusted outcome; it is never run again automatically`,
+          );
+        }
+        await executeTool(core, run, view, tool, scope, identity);
+        return;
+    }
+  }
+}
+
+function callMessage(tool: AnySessionTool, input: JsonValue): string | undefined {
+  try {
+    // SAFETY: see needsPermission.
+    return (tool.permissionMessage as (input: JsonValue) => string)(input);
+  } catch {
+    return undefined;
+  }
+}
+
+async function askPermission(
+  core: SessionCore,
+  run: RequestRun,
+  view: DurableToolAttemptView,
+  permissionRequestId: string,
+  message: string | undefined,
+  restored: boolean,
+): Promise<{ decision: PermissionDecision; message?: string }> {
+  const handler = core.settings.onPermission;
+  if (handler === undefined) return { decision: 'cancel', message: 'no permission handler is configured' };
+  const signal = run.cancel.signal;
+  if (signal.aborted) return { decision: 'cancel' };
+  const turn = currentTurn(core, run);
+  const aborted = new Promise<{ decision: PermissionDecision }>((resolve) => {
+    signal.addEventListener('abort', () => resolve({ decision: 'cancel' }), { once: true });
+  });
+  const answer = Promise.resolve(
+    handler({
+      sessionId: core.sessionId,
+      requestId: run.requestId,
+      turnId: turn.turnId,
+      toolAttemptId: view.toolAttemptId,
+      permissionRequestId,
+      toolCallId: view.toolCallId,
+      toolName: view.toolName,
+      input: view.input,
+      ...(message === undefined ? {} : { message }),
+      restored,
+      signal,
+    }),
+  ).then(decisionOf);
+  return Promise.race([answer, aborted]);
+}
+
+async function startTool(
+  core: SessionCore,
+  run: RequestRun,
+  view: DurableToolAttemptView,
+  scope: ToolScope,
+  identity: { toolCallId: string; toolName: string },
+  sideEffect: DurableToolAttemptView['sideEffect'],
+): Promise<void> {
+  const tool = toolOf(core, view.toolName);
+  if (tool === undefined) throw new SessionDurableRecorderError(`tool ${view.toolName} is not registered`);
+  await commit(core, `tool:${view.toolAttemptId}`, [{ type: 'tool_started', ...scope, data: { ...identity, input: view.input, sideEffect } }]);
+  const started = ownEntry(currentTurn(core, run).toolAttempts, view.toolAttemptId) ?? view;
+  await executeTool(core, run, started, tool, scope, identity);
+}
+
+function failureOf(error: unknown): DurableErrorInfo {
+  if (error instanceof Error) {
+    const code = typeof (error as { code?: unknown }).code === 'string' ? String((error as { code?: unknown }).code) : 'TOOL_FAILED';
+    return { code, message: error.message };
+  }
+  return { code: 'TOOL_FAILED', message: String(error) };
+}
+
+async function executeTool(
+  core: SessionCore,
+  run: RequestRun,
+  view: DurableToolAttemptView,
+  tool: AnySessionTool,
+  scope: ToolScope,
+  identity: { toolCallId: string; toolName: string },
+): Promise<void> {
+  const signal = interruptSignal(view.interruptBehavior, run.cancel.signal, run.kill.signal);
+  await validateOwnership(core);
+  let port: DurabilityPort | undefined;
+  if (core.settings.durability && isDurabilityLedgerStore(core.store)) {
+    port = createDurabilityPort({
+      store: core.store,
+      sessionId: core.sessionId,
+      runId: run.requestId,
+      scope: toolCallScope(run.requestId, view.toolName, view.toolCallId),
+      signal,
+      clock: core.settings.clock,
+    });
+  }
+  const context: SessionToolContext = {
+    sessionId: core.sessionId,
+    requestId: run.requestId,
+    turnId: scope.turnId,
+    toolAttemptId: view.toolAttemptId,
+    toolCallId: view.toolCallId,
+    toolName: view.toolName,
+    signal,
+    executionFence: core.lease?.fence,
+    context: run.context,
+    step: port === undefined ? undefined : port.step.bind(port),
+    sleep: port === undefined ? undefined : port.sleep.bind(port),
+    waitFor: port === undefined ? undefined : port.waitFor.bind(port),
+    progress: (data) => {
+      if (core.hub.listening) core.hub.publish({ type: 'tool_progress', ...scope, ...identity, data });
+    },
+  };
+  let outcome: DurableCommandEventDraft;
+  try {
+    // SAFETY: the handler's input type is the tool's own; the persisted input is what the model
+    // (or its repair) produced for this tool.
+    const value: unknown = await (tool.execute as (input: JsonValue, ctx: SessionToolContext) => unknown)(view.input, context);
+    const result = value === undefined ? null : value;
+    outcome = isLosslessJson(result)
+      ? { type: 'tool_completed', ...scope, data: { ...identity, result } }
+      : { type: 'tool_failed', ...scope, data: { ...identity, error: { code: 'TOOL_RESULT_INVALID', message: 'the tool returned a value that is not lossless JSON' } } };
+  } catch (error) {
+    if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
+    if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
+      outcome =
+        run.stop?.kind === 'handoff'
+          ? { type: 'tool_outcome_unknown', ...scope, data: { ...identity, reason: 'process_restart' } }
+          : { type: 'tool_cancelled', ...scope, data: { ...identity, reason: run.stop?.kind === 'interrupt' ? run.stop.reason : 'superseded' } };
+    } else {
+      outcome = { type: 'tool_failed', ...scope, data: { ...identity, error: failureOf(error) } };
+    }
+  } finally {
+    port?.close();
+  }
+  if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
+  // The attempt's event count makes the command unique per state: an in-place retry after a
+  // recorded `tool_outcome_unknown` writes its outcome under a new command ID.
+  await commit(core, `tool-end:${view.toolAttemptId}:${view.eventIds.length}`, [outcome]);
+}
+
+/** Re-exported for the recovery step that presents a restored permission. */
+export { askPermission };

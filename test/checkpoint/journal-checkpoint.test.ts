@@ -1,0 +1,103 @@
+/**
+ * Journals opened from a checkpoint against the memory store: command IDs from before the
+ * checkpoint replay or conflict exactly as with a full fold; an ID the checkpoint cannot judge
+ * falls back to folding the log; the write policy writes checkpoints on its own.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
+import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
+import { DurableSessionJournal, type DurableCommandEventDraft } from '../../src/core/journal/index.js';
+import { CommandId, SessionId } from '../../src/protocol/ids.js';
+
+const sessionId = SessionId('checkpoint-session');
+
+function cycle(index: number, output = `output ${index}`): DurableCommandEventDraft[] {
+  const r = `request-${index}`;
+  return [
+    d.requestAccepted(r),
+    d.requestStarted(r),
+    d.turnStarted(r, `turn-${index}`, 1),
+    d.turnCompleted(r, `turn-${index}`, 1),
+    d.requestCompleted(r, undefined, output),
+  ];
+}
+
+async function build(commands: number, checkpointAfter: number): Promise<MemoryDurableEventStore> {
+  const store = new MemoryDurableEventStore();
+  const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { write: false } });
+  const writer = await DurableSessionJournal.open(store, sessionId, { checkpoints: { keepCommands: 3 } });
+  await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
+  for (let index = 0; index < commands; index++) {
+    await journal.commit({ commandId: CommandId(`cmd-${index}`), events: cycle(index) });
+    if (index === checkpointAfter) {
+      await writer.refresh();
+      expect(await writer.writeCheckpoint()).toBe(true);
+    }
+  }
+  return store;
+}
+
+async function attempt(journal: DurableSessionJournal, commandId: string, events: DurableCommandEventDraft[]) {
+  try {
+    const result = await journal.commit({ commandId: CommandId(commandId), events });
+    return { status: result.status, sequences: result.events.map((event) => event.sequence), head: result.headSequence };
+  } catch (error) {
+    const e = error as { name: string; code?: string; message: string };
+    return { name: e.name, code: e.code, message: e.message.replace(/journal-preview-[0-9a-f-]+/g, 'journal-preview') };
+  }
+}
+
+describe('journal from a checkpoint', () => {
+  it('replays and conflicts old command IDs exactly as a full fold (few commands kept exactly)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 29 }),
+        fc.integer({ min: 0, max: 29 }),
+        fc.constantFrom('same', 'different', 'new-but-reused-request'),
+        async (checkpointAfter, target, variant) => {
+          const store = await build(30, checkpointAfter);
+          const fromCheckpoint = await DurableSessionJournal.open(store, sessionId, { checkpoints: { write: false } });
+          expect(fromCheckpoint.getCheckpointOutcome()).toEqual({ status: 'used', sequence: 2 + 5 * checkpointAfter + 4 });
+          const full = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
+          const [commandId, events] =
+            variant === 'same'
+              ? [`cmd-${target}`, cycle(target)]
+              : variant === 'different'
+                ? [`cmd-${target}`, cycle(target, 'another output')]
+                : ['fresh-command', cycle(target)];
+          const fromCheckpointResult = await attempt(fromCheckpoint, commandId, events);
+          // The full journal runs second: when the first one committed (it must not), the log differs.
+          const fullResult = await attempt(full, commandId, events);
+          expect(fromCheckpointResult).toEqual(fullResult);
+          if (variant === 'same') expect(fullResult).toMatchObject({ status: 'replayed' });
+          else expect(fullResult).toMatchObject({ name: variant === 'different' ? 'DurableCommandConflictError' : 'DurableEventProjectionError' });
+          // Only an ID from before the checkpoint that it does not keep exactly needs the full fold.
+          const needsLog = variant === 'new-but-reused-request' ? target <= checkpointAfter : target <= checkpointAfter - 3;
+          expect(fromCheckpoint.getCheckpointOutcome().status).toBe(needsLog ? 'rebuilt' : 'used');
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('writes checkpoints by policy, after the commit returns, and the next open uses the latest', async () => {
+    const store = new MemoryDurableEventStore();
+    const errors: unknown[] = [];
+    const journal = await DurableSessionJournal.open(store, sessionId, {
+      checkpoints: { everyEvents: 10, onWriteError: (error) => errors.push(error) },
+    });
+    await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
+    for (let index = 0; index < 6; index++) {
+      await journal.commit({ commandId: CommandId(`cmd-${index}`), events: cycle(index) });
+    }
+    await journal.flushCheckpoints();
+    expect(errors).toEqual([]);
+    const saved = await store.readCheckpoint(sessionId);
+    expect(saved?.sequence).toBe(31); // due at 11 (create + 2 cycles of 5), 21 and 31
+    const reopened = await DurableSessionJournal.open(store, sessionId);
+    expect(reopened.getCheckpointOutcome()).toEqual({ status: 'used', sequence: 31 });
+    expect(reopened.getProjection()).toEqual(journal.getProjection());
+    expect(reopened.getRecoveryPlan()).toEqual(journal.getRecoveryPlan());
+  });
+});

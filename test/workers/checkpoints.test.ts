@@ -1,0 +1,47 @@
+/**
+ * Projection checkpoints inside workerd: the SessionObject writes them itself after plain RPC
+ * appends (off the appends' critical path), and after the object is reset (a cold start with the
+ * same storage) a journal opens from that checkpoint and matches a full fold.
+ */
+import { abortAllDurableObjects } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
+import { decodeCheckpoint } from '../../src/core/checkpoint/codec.js';
+import { DEFAULT_CHECKPOINT_EVERY_EVENTS } from '../../src/core/checkpoint/policy.js';
+import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import { CommandId } from '../../src/protocol/ids.js';
+import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
+import { freshSessionId } from './session-object-helpers.js';
+
+describe('SessionObject checkpoints', () => {
+  it('writes a checkpoint on its own after enough appends, and a cold start opens from it', async () => {
+    const store = new DurableObjectEventStore(env.SESSIONS);
+    const sessionId = freshSessionId('checkpoints');
+    const cycles = Math.ceil(DEFAULT_CHECKPOINT_EVERY_EVENTS / 5) + 10;
+    const head = await appendCycles(store, sessionId, 0, cycles, 100);
+    // The object schedules its catch-up after the append answered: poll for it (bounded).
+    let record = await store.readCheckpoint(sessionId);
+    for (let attempt = 0; record === null && attempt < 200; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      record = await store.readCheckpoint(sessionId);
+    }
+    expect(record).not.toBeNull();
+    const decoded = decodeCheckpoint(record!);
+    expect(typeof decoded).not.toBe('string');
+    expect(record!.sequence).toBeGreaterThanOrEqual(DEFAULT_CHECKPOINT_EVERY_EVENTS);
+    expect(record!.sequence).toBeLessThanOrEqual(head);
+
+    await abortAllDurableObjects();
+    const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { write: false } });
+    expect(journal.getCheckpointOutcome()).toEqual({ status: 'used', sequence: record!.sequence });
+    const full = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
+    expect(journal.getProjection()).toEqual(full.getProjection());
+    // The object's own journal (commit RPC) also runs after the reset; an old command replays.
+    const replay = await journal.commit({
+      commandId: CommandId('cycle-3'),
+      events: cycleDrafts(3).map(({ commandId: _, ...rest }) => rest) as never,
+    });
+    expect(replay.status).toBe('replayed');
+  });
+});
