@@ -11,7 +11,7 @@
  * values belong in their own modules.
  */
 import { createApp } from '../src/app/app.js';
-import type { Env } from '../src/app/env.js';
+import type { Env } from './env.js';
 
 const app = createApp();
 
