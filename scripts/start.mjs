@@ -69,6 +69,18 @@ if (adminToken) {
   console.log(`  curl -s ${auth} ${baseUrl}/v1/sessions/demo/events`);
   console.log(`  API reference: ${baseUrl}/docs`);
 }
+// ---- edge agent demo (edge-agent helper; keep this block separate) ----
+console.log('');
+console.log('Watch the demo agent run inside its Durable Object (deterministic local model, no key):');
+console.log(`  node scripts/agent-demo.mjs "How many words is this?"`);
+if (adminToken) {
+  console.log(
+    `  or: curl -s -H 'Authorization: Bearer ${adminToken}' -H 'content-type: application/json' \\\n` +
+      `    ${baseUrl}/v1/sessions/demo-agent/requests -d '{"commandId":"c1","input":"hello edge agents"}'`,
+  );
+  console.log(`  and subscribe: ws://${host}:${port}/v1/sessions/demo-agent/subscribe?access_token=<admin token>`);
+}
+// ---- end of edge agent demo ----
 console.log('');
 
 const wrangler = path.join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'wrangler.cmd' : 'wrangler');

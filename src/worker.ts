@@ -33,6 +33,26 @@ export {
   type RunRetryPolicy,
 } from './adapters/durable-object/object/outcomes.js';
 export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './adapters/durable-object/object/timers.js';
+// The agent Session running inside the object (`SessionObject.sessionAgent()`, docs/edge-agents.md).
+export {
+  AGENT_WATCH_MS,
+  DEFAULT_AGENT_LEASE_TTL_MS,
+  EDGE_RECOVERY_POLICY,
+  OBJECT_LEASE_OWNER_PREFIX,
+} from './adapters/durable-object/object/agent-host.js';
+export type {
+  AgentAbortResult,
+  AgentPermissionAnswer,
+  AgentPermissionReceipt,
+  AgentRequestAccepted,
+  AgentRequestInput,
+  AgentRequestStatus,
+  AgentStatus,
+  AgentSteerAccepted,
+  AgentSteerInput,
+  SessionAgentMount,
+  SessionObjectAgentRpc,
+} from './adapters/durable-object/agent-rpc.js';
 
 // The HTTP app and the router.
 export { createApp, appRoutes, ROUTE_GROUPS, type CreateAppOptions, type RouteGroup } from './app/app.js';

@@ -12,6 +12,9 @@
  */
 import { createApp } from '../src/app/app.js';
 import type { Env } from './env.js';
+import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
+import { SessionObject as LedgerSessionObject } from '../src/adapters/durable-object/object/session-object.js';
+import { demoAgent } from './demo-agent.js';
 
 const app = createApp();
 
@@ -19,4 +22,12 @@ export default {
   fetch: app.fetch,
 } satisfies ExportedHandler<Env>;
 
-export { SessionObject } from '../src/adapters/durable-object/object/session-object.js';
+/**
+ * The session object of this Worker: the ledger's SessionObject with the demo agent mounted
+ * (`demo-agent.ts`), so the agent routes work out of the box. Same class name, same binding.
+ */
+export class SessionObject extends LedgerSessionObject {
+  protected override sessionAgent(): SessionAgentMount {
+    return demoAgent();
+  }
+}

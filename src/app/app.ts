@@ -16,6 +16,7 @@ import { HttpProblem, HttpStatus, problemResponse } from './http-errors.js';
 import type { SessionObjectNamespaceLike } from '../adapters/durable-object/durable-object-store.js';
 import { DEFAULT_SESSION_BINDING } from './env.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
+import { agentRoutes } from './routes/agent.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
 import { journalRoutes } from './routes/journal.js';
@@ -38,6 +39,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   runRoutes,
   journalRoutes,
   recoveryRoutes,
+  agentRoutes,
   checkpointRoutes,
 ];
 

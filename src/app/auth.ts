@@ -20,7 +20,7 @@ import { isValidId, type SessionId } from '../protocol/ids.js';
 import { HttpProblem } from './http-errors.js';
 
 /** What a session token may allow. */
-export const TOKEN_SCOPES = ['read', 'append', 'subscribe', 'recover', 'lease', 'deliver'] as const;
+export const TOKEN_SCOPES = ['read', 'append', 'subscribe', 'recover', 'lease', 'deliver', 'request', 'permission'] as const;
 /** One session-token scope. */
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 

@@ -144,6 +144,14 @@ export const subscribeQuerySchema = z.strictObject({
     .string()
     .optional()
     .meta({ description: 'Bearer token for clients that cannot set headers (EventSource, browser WebSocket).' }),
+  frames: z
+    .enum(['events', 'all'])
+    .optional()
+    .meta({
+      description:
+        'SSE only: `all` relays every frame the session object sends its WebSockets, transient ones included (token deltas, ' +
+        'partial_response, tool_progress); `events` (default) long-polls the log.',
+    }),
 });
 
 // ---- leases ----

@@ -15,6 +15,10 @@
  *    best effort (the durability ledger holds the record).
  * A text frame `ping` is answered with `pong` without waking the object.
  *
+ * 5. While the session object runs an agent (`docs/edge-agents.md`): `text_delta` /
+ *    `reasoning_delta` (token deltas of the model response in flight, sent before the event that
+ *    completes them), `partial_response` (once after `caught_up`: the text so far) and
+ *    `tool_progress`.
  * Transient kinds (progress that is not a fact of the log, such as token deltas or tool progress)
  * are rows with `transient: true`: never replayed, never carrying a cursor, and a client that does
  * not know a kind ignores it ({@link parseSubscriptionFrame} answers `undefined`), so adding a kind
@@ -23,6 +27,7 @@
 import { z } from 'zod';
 import { durableEventEnvelopeSchema, eventSequenceSchema, sessionIdSchema, type DurableEventEnvelope } from './events.js';
 import type { EventSequence, SessionId } from './ids.js';
+import type { JsonValue } from './json.js';
 
 /** One replayed or live event. */
 export interface SubscriberEventMessage {
@@ -60,6 +65,50 @@ export interface DurabilityFrameRecord {
 export interface SubscriberDurabilityFrame<R extends DurabilityFrameRecord = DurabilityFrameRecord> {
   type: 'durability';
   record: R;
+}
+
+/** A token or reasoning delta of the model response in flight (agent sessions). */
+export interface SubscriberDeltaFrame {
+  type: 'text_delta' | 'reasoning_delta';
+  requestId: string;
+  turnId: string;
+  modelAttemptId: string;
+  delta: string;
+  /** `text_delta` only: where the delta starts in the response text. */
+  offset?: number;
+}
+
+/** The text so far of the model response in flight, sent once after `caught_up`. */
+export interface SubscriberPartialResponseFrame {
+  type: 'partial_response';
+  requestId: string;
+  turnId: string;
+  modelAttemptId: string;
+  text: string;
+}
+
+/** Progress reported by a running tool. */
+export interface SubscriberToolProgressFrame {
+  type: 'tool_progress';
+  requestId: string;
+  turnId: string;
+  toolAttemptId: string;
+  toolCallId: string;
+  toolName: string;
+  data: JsonValue;
+}
+
+/** Transient frames of an agent running in the session object (never in the log, never replayed). */
+export type TransientSubscriberFrame = SubscriberDeltaFrame | SubscriberPartialResponseFrame | SubscriberToolProgressFrame;
+
+function agentDeltaSchema<T extends 'text_delta' | 'reasoning_delta'>(type: T) {
+  return z.strictObject({
+    type: z.literal(type),
+    requestId: z.string(),
+    turnId: z.string(),
+    modelAttemptId: z.string(),
+    delta: z.string(),
+  });
 }
 
 /** One row of {@link SUBSCRIPTION_FRAME_KINDS}. */
@@ -109,6 +158,59 @@ export const SUBSCRIPTION_FRAME_KINDS = {
     transient: true,
     description: 'A durability record was committed (best effort; the durability ledger holds it).',
   },
+  text_delta: {
+    schema: agentDeltaSchema('text_delta')
+      .extend({ offset: z.number().int().min(0) })
+      .meta({
+        id: 'SubscriptionTextDeltaFrame',
+        description: 'A token delta of the model response in flight; offset is its position in the response text.',
+      }),
+    transient: true,
+    description:
+      'A token delta of the model response in flight (agent sessions run in the object). `offset` is where it starts in the ' +
+      'response text, so a client that applied a `partial_response` can place it exactly.',
+  },
+  reasoning_delta: {
+    schema: agentDeltaSchema('reasoning_delta').meta({
+      id: 'SubscriptionReasoningDeltaFrame',
+      description: 'A reasoning delta of the model response in flight.',
+    }),
+    transient: true,
+    description: 'A reasoning delta of the model response in flight (not part of the response text).',
+  },
+  partial_response: {
+    schema: z
+      .strictObject({
+        type: z.literal('partial_response'),
+        requestId: z.string(),
+        turnId: z.string(),
+        modelAttemptId: z.string(),
+        text: z.string(),
+      })
+      .meta({
+        id: 'SubscriptionPartialResponseFrame',
+        description: 'Sent once after caught_up when a model response is in flight: its text so far; live deltas follow.',
+      }),
+    transient: true,
+    description:
+      'Sent once right after `caught_up` when a model response is streaming: its text so far. The next `text_delta` of that ' +
+      'attempt has `offset` equal to the length of this text.',
+  },
+  tool_progress: {
+    schema: z
+      .strictObject({
+        type: z.literal('tool_progress'),
+        requestId: z.string(),
+        turnId: z.string(),
+        toolAttemptId: z.string(),
+        toolCallId: z.string(),
+        toolName: z.string(),
+        data: z.json(),
+      })
+      .meta({ id: 'SubscriptionToolProgressFrame', description: 'Progress a running tool reported (not in the log).' }),
+    transient: true,
+    description: 'Progress a running tool reported through `context.progress(data)`; the tool outcome event follows it.',
+  },
 } as const satisfies Record<string, SubscriptionFrameKind>;
 
 /** A frame `type`. */
@@ -118,7 +220,7 @@ export type SubscriptionFrameType = keyof typeof SUBSCRIPTION_FRAME_KINDS;
 export type SubscriberMessage = SubscriberEventMessage | SubscriberCaughtUpMessage | SubscriberErrorMessage;
 
 /** Any frame a subscriber may receive (besides `pong`). */
-export type SubscriptionFrame = SubscriberMessage | SubscriberDurabilityFrame;
+export type SubscriptionFrame = SubscriberMessage | SubscriberDurabilityFrame | TransientSubscriberFrame;
 
 /** The zod schema of any frame (a discriminated union of the rows), for OpenAPI and tests. */
 export const subscriptionFrameSchema = z
@@ -127,6 +229,10 @@ export const subscriptionFrameSchema = z
     SUBSCRIPTION_FRAME_KINDS.caught_up.schema,
     SUBSCRIPTION_FRAME_KINDS.error.schema,
     SUBSCRIPTION_FRAME_KINDS.durability.schema,
+    SUBSCRIPTION_FRAME_KINDS.text_delta.schema,
+    SUBSCRIPTION_FRAME_KINDS.reasoning_delta.schema,
+    SUBSCRIPTION_FRAME_KINDS.partial_response.schema,
+    SUBSCRIPTION_FRAME_KINDS.tool_progress.schema,
   ])
   .meta({
     id: 'SubscriptionMessage',

@@ -28,6 +28,11 @@ export const HTTP_PATHS = {
   runToolCalls: '/v1/sessions/{sessionId}/runs/{runId}/tool-calls',
   runDeliveries: '/v1/sessions/{sessionId}/runs/{runId}/deliveries',
   durability: '/v1/sessions/{sessionId}/durability',
+  agentRequests: '/v1/sessions/{sessionId}/requests',
+  agentRequestAbort: '/v1/sessions/{sessionId}/requests/{requestId}/abort',
+  agentInputs: '/v1/sessions/{sessionId}/inputs',
+  agentPermission: '/v1/sessions/{sessionId}/permissions/{permissionRequestId}',
+  agentStatus: '/v1/sessions/{sessionId}/agent',
   checkpoint: '/v1/sessions/{sessionId}/checkpoint',
 } as const;
 

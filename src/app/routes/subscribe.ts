@@ -17,6 +17,7 @@ import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { subscriptionFrameSchema } from '../../protocol/frames.js';
 import { subscribeQuerySchema } from '../schemas.js';
+import { sseRelayResponse } from '../sse-relay.js';
 import { sseResponse, verifyCursor } from '../sse.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
@@ -97,6 +98,7 @@ export function subscribeRoutes(): RouteDefinition[] {
           const resumeFrom = lastEventId !== null && lastEventId !== '' ? lastEventId : query.after;
           const cursor = decodeForSession(resumeFrom, sessionId);
           if (cursor !== undefined) await verifyCursor(object, sessionId, cursor);
+          if (query.frames === 'all') return sseRelayResponse({ object, sessionId, after: cursor === undefined ? undefined : resumeFrom });
           return sseResponse({ object, sessionId, after: cursor });
         }
         throw new HttpProblem(

@@ -73,6 +73,8 @@ export interface DurabilityHost {
   agents(): AgentMounts;
   retryPolicy(): RunRetryPolicy;
   onTimer(timer: UserTimer): void | Promise<void>;
+  /** The agent watchdog is due (`agent-host.ts`). */
+  onAgentWatch(): void | Promise<void>;
 }
 
 type Outcome = { ok: true; value: JsonValue } | { ok: false; error: unknown };
@@ -339,6 +341,12 @@ export class SessionDurability {
         throw error;
       }
       this.timers.deleteIfUnchanged(timer);
+      return;
+    }
+    if (timer.kind === TIMER_KINDS.agent) {
+      // Consumed first: the host puts a new one when the agent still runs.
+      this.timers.deleteIfUnchanged(timer);
+      await this.#host.onAgentWatch();
       return;
     }
     const run = parseRunTimerPayload(timer);

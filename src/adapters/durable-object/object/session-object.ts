@@ -86,6 +86,19 @@ import type {
   SessionProjectionResult,
 } from '../journal-rpc.js';
 import type { DurableCommitResult, DurableJournalCommand } from '../../../core/journal/journal-options.js';
+import type {
+  AgentAbortResult,
+  AgentPermissionAnswer,
+  AgentPermissionReceipt,
+  AgentRequestAccepted,
+  AgentRequestInput,
+  AgentStatus,
+  AgentSteerAccepted,
+  AgentSteerInput,
+  SessionAgentMount,
+  SessionObjectAgentRpc,
+} from '../agent-rpc.js';
+import { SessionAgentHost } from './agent-host.js';
 
 /** `ledger_meta` key holding the session this object serves. */
 const SESSION_KEY = 'session_id';
@@ -130,7 +143,12 @@ function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions 
  */
 export class SessionObject
   extends DurableObject<unknown>
-  implements SessionObjectRpc, SessionObjectDurabilityRpc, SessionObjectJournalRpc, SessionObjectCheckpointRpc
+  implements
+    SessionObjectRpc,
+    SessionObjectDurabilityRpc,
+    SessionObjectJournalRpc,
+    SessionObjectCheckpointRpc,
+    SessionObjectAgentRpc
 {
   /**
    * Test-only fault injection shared by every instance in this isolate (the workerd test pool runs
@@ -145,6 +163,8 @@ export class SessionObject
   #sessionId: SessionId | null = null;
   /** Journal and recovery coordinator over this object's store (`journal.ts`), made on first use. */
   #journals: SessionJournalHost | undefined;
+  /** The agent Session this object runs (`agent-host.ts`). */
+  readonly #agent: SessionAgentHost;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
@@ -159,19 +179,32 @@ export class SessionObject
     // is seen by its single-writer memory.
     migrateSqlSchema(this.#store.eventLog.driver, OBJECT_SCHEMA);
     this.#sockets = new SessionSockets(ctx, this.#store.eventLog);
-    this.#store.eventLog.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
     this.#durability = new SessionDurability({
       ctx,
       store: this.#store,
       agents: () => this.agents(),
       retryPolicy: () => this.retryPolicy(),
       onTimer: (timer) => this.onTimer(timer),
+      onAgentWatch: () => this.#agent.onWatch(),
     });
+    this.#agent = new SessionAgentHost({
+      store: this.#store,
+      timers: this.#durability.timers,
+      mount: () => this.sessionAgent(),
+      broadcast: (frame) => this.#sockets.broadcastTransient(frame),
+      boundSession: () => this.#storedSession(),
+      pendingPermissions: async (sessionId) =>
+        (await this.#journalHost().projection(sessionId)).recoveryPlan.pendingPermissions.map((p) => p.permissionRequestId),
+    });
+    this.#store.eventLog.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
     this.#store.durability.onCreated((record) => this.#durability.afterCreate(record));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(SUBSCRIBER_PING, SUBSCRIBER_PONG));
     // After the subclass constructor finished (agents() may use its fields): re-arm the alarm and
     // resume calls an eviction interrupted.
-    queueMicrotask(() => this.#durability.wake());
+    queueMicrotask(() => {
+      this.#durability.wake();
+      this.#agent.wake();
+    });
   }
 
   // ---- extension points ---------------------------------------------------------------------
@@ -182,6 +215,23 @@ export class SessionObject
    */
   protected agents(): AgentMounts {
     return {};
+  }
+
+  /**
+   * The agent Session this object runs, if any. Override it in a subclass to serve the agent
+   * routes (`POST /v1/sessions/:sessionId/requests`, inputs, abort, permissions): the object then
+   * runs the Session loop inside itself, as the session's single writer, streams token deltas
+   * and tool progress to its subscribers, and resumes the run from its alarm after an eviction.
+   * Called once per instance, on first use (after the constructor: it may read `this.env`).
+   * The default runs no agent (the agent routes answer 400).
+   *
+   * @example
+   * protected override sessionAgent(): SessionAgentMount {
+   *   return { model: workersai('@cf/meta/llama-3.1-8b-instruct'), tools: { lookup } };
+   * }
+   */
+  protected sessionAgent(): SessionAgentMount | undefined {
+    return undefined;
   }
 
   /** How often a throwing tool call runs before it is recorded failed (default: 3 times, 2 s / 4 s apart). */
@@ -256,6 +306,13 @@ export class SessionObject
     return id;
   }
 
+  /** The session stored by an earlier {@link SessionObject.bindSession}, if any. */
+  #storedSession(): SessionId | null {
+    if (this.#sessionId !== null) return this.#sessionId;
+    const stored = this.eventLog.driver.query<{ value: string }>('SELECT value FROM ledger_meta WHERE key = ?', SESSION_KEY)[0]?.value;
+    return stored === undefined ? null : this.bindSession(stored);
+  }
+
   /** Runs after every committed append: pushes to subscribers, settles long polls. Never throws. */
   #afterCommit(sessionId: SessionId, events: readonly DurableEventEnvelope[]): void {
     const last = events[events.length - 1];
@@ -263,6 +320,7 @@ export class SessionObject
     this.#waiters.notify(last.sequence);
     this.#sockets.broadcast(sessionId, events);
     this.#checkpoints.afterCommit(sessionId, events.length);
+    this.#agent.observe(events);
   }
 
   // ---- RPC: projection checkpoints (derived data; the object also writes them itself) --------
@@ -357,6 +415,8 @@ export class SessionObject
   async releaseExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>> {
     return toRpcResult(() => {
       this.eventLog.releaseExecutionLease(this.bindSession(sessionId), fence);
+      // A parked agent may be able to go on now (its operator finished a recovery under the lease).
+      this.#agent.afterRecovery();
       return null;
     });
   }
@@ -430,6 +490,7 @@ export class SessionObject
   ): Promise<RpcResult<RecoveryResults[O]>> {
     return toRpcResult(async () => {
       const result = await this.#journalHost().recover(this.bindSession(sessionId), operation, input, options);
+      this.#agent.afterRecovery();
       // SAFETY: the host dispatches on `operation` and returns that operation's result.
       return result as RecoveryResults[O];
     });
@@ -440,6 +501,32 @@ export class SessionObject
 
   #journalHost(): SessionJournalHost {
     return (this.#journals ??= new SessionJournalHost(this.#store));
+  }
+
+  // ---- RPC: the agent Session running in the object (see agent-host.ts) ---------------------
+
+  async submitRequest(sessionId: string, input: AgentRequestInput): Promise<RpcResult<AgentRequestAccepted>> {
+    return toRpcResult(() => this.#agent.submitRequest(this.bindSession(sessionId), input));
+  }
+
+  async submitInput(sessionId: string, input: AgentSteerInput): Promise<RpcResult<AgentSteerAccepted>> {
+    return toRpcResult(() => this.#agent.submitInput(this.bindSession(sessionId), input));
+  }
+
+  async abortRequest(sessionId: string, requestId: string): Promise<RpcResult<AgentAbortResult>> {
+    return toRpcResult(() => this.#agent.abortRequest(this.bindSession(sessionId), requestId));
+  }
+
+  async answerPermission(
+    sessionId: string,
+    permissionRequestId: string,
+    answer: AgentPermissionAnswer,
+  ): Promise<RpcResult<AgentPermissionReceipt>> {
+    return toRpcResult(() => this.#agent.answerPermission(this.bindSession(sessionId), permissionRequestId, answer));
+  }
+
+  async agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>> {
+    return toRpcResult(() => this.#agent.status(this.bindSession(sessionId)));
   }
 
   // ---- WebSocket subscribers ----------------------------------------------------------------
@@ -454,7 +541,9 @@ export class SessionObject
     }
     const url = new URL(request.url);
     const { 0: client, 1: server } = new WebSocketPair();
-    this.#sockets.accept(server, () => this.bindSession(url.searchParams.get('sessionId')), url.searchParams.get('after'));
+    this.#sockets.accept(server, () => this.bindSession(url.searchParams.get('sessionId')), url.searchParams.get('after'), () =>
+      this.#agent.live.partialFrame(),
+    );
     return new Response(null, { status: 101, webSocket: client });
   }
 

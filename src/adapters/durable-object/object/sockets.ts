@@ -13,6 +13,9 @@
  * 4. store `{ cursorSequence, cursorEventId }` in the socket's attachment, which survives
  *    hibernation.
  *
+ * 5. when an agent's model response is streaming, one `partial_response` frame with its text so
+ *    far (`agent-stream.ts`), still in the same synchronous turn, so the live deltas follow it.
+ *
  * After each committed append (`broadcast`): every attached socket is sent the events after its
  * cursor and its attachment moves forward. A socket whose cursor lags the batch (it cannot, while
  * this object is the only writer, but a wrong attachment must not skip events) is first caught up
@@ -77,7 +80,7 @@ export class SessionSockets {
    * Accepts `server`, then validates, replays and attaches, or refuses with an error frame.
    * `resolveSession` binds the requested session (it throws for a foreign one).
    */
-  accept(server: WebSocket, resolveSession: () => SessionId, afterCursor: string | null): void {
+  accept(server: WebSocket, resolveSession: () => SessionId, afterCursor: string | null, afterCaughtUp?: () => string | undefined): void {
     this.#ctx.acceptWebSocket(server);
     let caughtUp: SubscriberMessage;
     try {
@@ -92,7 +95,21 @@ export class SessionSockets {
       this.#refuse(server, error);
       return;
     }
-    this.#sendRaw(server, JSON.stringify(caughtUp));
+    if (!this.#sendRaw(server, JSON.stringify(caughtUp))) return;
+    // Still synchronous: the text of a model response in flight, before any later delta.
+    const partial = afterCaughtUp?.();
+    if (partial !== undefined) this.#sendRaw(server, partial);
+  }
+
+  /**
+   * Sends a transient frame (token delta, tool progress) to every subscribed socket of the object,
+   * in the order of the calls, interleaved with `broadcast`. Never throws.
+   */
+  broadcastTransient(frame: string): void {
+    for (const ws of this.#ctx.getWebSockets()) {
+      if (this.#cursorOf(ws) === null) continue;
+      this.#sendRaw(ws, frame);
+    }
   }
 
   /** Checks a saved cursor against the log; returns the position to replay after. */

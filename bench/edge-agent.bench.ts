@@ -1,0 +1,215 @@
+/**
+ * Edge-agent benchmark: `node --import tsx bench/edge-agent.bench.ts` (or `npm run bench -- bench edge-agent`).
+ *
+ * Runs `bench/edge-agent/worker.ts` (the ledger's SessionObject with a bench agent mounted, plus a
+ * bare baseline object) on local workerd through Miniflare, SQLite storage on disk, loopback only,
+ * and prints two ratios, each against a baseline measured in the same run:
+ * 1. token delta -> receipt at 100 WebSocket subscribers (`ws` clients in this process), p50 over
+ *    the sockets: the agent's streaming request releases one delta per trigger (`/bench/tick`),
+ *    which the object sends as a `text_delta` frame; baseline: a bare object sending a text of the
+ *    same bytes to its 100 hibernating sockets (`/bench/bare-send`). Rounds alternate subject and
+ *    baseline; the ratio is the median of the per-round ratios. Target <= 1.3x.
+ * 2. one-tool turn with the deterministic model, run inside a fresh object (request accepted ->
+ *    request_completed: 2 model calls, 1 pure tool), vs a fresh object appending the very same
+ *    event batches through its own ledger (one append per committed batch); both timed in the
+ *    Worker around one RPC each, pairs alternating; ratio of the medians. Target <= 1.5x.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Miniflare } from 'miniflare';
+import { SubscriberGroup } from './edge/subscriber-group.js';
+
+const ADMIN = 'bench-admin-token-0123456789abcdef';
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SUBSCRIBERS = 100;
+const WARMUP_ROUNDS = 10;
+const ROUNDS = 61;
+const TURN_WARMUP_PAIRS = 5;
+const TURN_PAIRS = 60;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+async function start(): Promise<{ url: URL; stop(): Promise<void> }> {
+  process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
+  process.env['WRANGLER_SEND_METRICS'] = 'false';
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'edge-agent-bench-'));
+  const outfile = path.join(dir, 'worker.js');
+  // SAFETY: wrangler depends on esbuild; its `build` accepts these options.
+  const esbuild = createRequire(createRequire(import.meta.url).resolve('wrangler/package.json'))('esbuild') as {
+    build(options: Record<string, unknown>): Promise<unknown>;
+  };
+  await esbuild.build({
+    entryPoints: [path.join(ROOT, 'bench/edge-agent/worker.ts')],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    target: 'es2022',
+    conditions: ['workerd', 'worker', 'browser', 'import'],
+    mainFields: ['module', 'main'],
+    external: ['cloudflare:*'],
+    logLevel: 'error',
+  });
+  const compatibilityDate = /^compatibility_date\s*=\s*"([0-9-]+)"/m.exec(readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8'))?.[1];
+  const { Miniflare: MiniflareClass } = await import('miniflare');
+  const mf: Miniflare = new MiniflareClass({
+    host: '127.0.0.1',
+    port: 0,
+    modules: true,
+    scriptPath: outfile,
+    modulesRoot: dir,
+    compatibilityDate: compatibilityDate ?? '2026-04-20',
+    bindings: { ADMIN_TOKEN: ADMIN, TOKEN_SECRET: 'bench-token-secret-0123456789abcdef' },
+    durableObjects: {
+      SESSIONS: { className: 'SessionObject', useSQLite: true },
+      BARE: { className: 'BareObject', useSQLite: true },
+    },
+    durableObjectsPersist: path.join(dir, 'do'),
+  });
+  const url = await mf.ready;
+  return {
+    url,
+    async stop() {
+      await mf.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function call<T>(base: URL, method: string, route: string, body?: unknown): Promise<T> {
+  const response = await fetch(new URL(route, base), {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as T;
+}
+
+interface Envelope {
+  type: string;
+  requestId?: string;
+  turnId?: string;
+  modelAttemptId?: string;
+}
+
+async function benchDeltas(base: URL): Promise<{ subject: number; baseline: number; ratio: number; bytes: number }> {
+  const name = `stream-${Date.now().toString(36)}`;
+  await call(base, 'POST', `/v1/sessions/${name}/requests`, { commandId: 'stream', input: 'stream' });
+  let started: Envelope | undefined;
+  for (let attempt = 0; attempt < 200 && started === undefined; attempt++) {
+    const page = await call<{ events: Envelope[] }>(base, 'GET', `/v1/sessions/${name}/events`);
+    started = page.events.find((event) => event.type === 'model_request_started');
+    if (started === undefined) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  if (started === undefined) throw new Error('the streaming request did not start');
+  // The baseline sends a text of the same bytes as a subject delta frame.
+  const bareText = JSON.stringify({
+    type: 'text_delta',
+    requestId: started.requestId,
+    turnId: started.turnId,
+    modelAttemptId: started.modelAttemptId,
+    delta: 'tok ',
+    offset: 100,
+  });
+  const wsBase = base.href.replace(/^http/, 'ws');
+  const subject = await SubscriberGroup.open(`${wsBase}v1/sessions/${name}/subscribe`, { authorization: `Bearer ${ADMIN}` }, SUBSCRIBERS, {
+    ready: (frame) => frame.startsWith('{"type":"partial_response"'),
+    isEvent: (frame) => frame.startsWith('{"type":"text_delta"'),
+  });
+  const bareName = `bare-${name}`;
+  const bare = await SubscriberGroup.open(`${wsBase}bench/bare/${bareName}`, {}, SUBSCRIBERS, {
+    ready: (frame) => frame === '',
+    isEvent: (frame) => frame === bareText,
+  });
+  const measure = async (side: 'subject' | 'baseline'): Promise<number> => {
+    let sentAt = 0;
+    const group = side === 'subject' ? subject : bare;
+    const receipts = await group.next(async () => {
+      sentAt = performance.now();
+      if (side === 'subject') await call(base, 'POST', `/bench/tick/${name}`);
+      else await call(base, 'POST', `/bench/bare-send/${bareName}`, bareText);
+    });
+    return median(receipts.map((at) => at - sentAt));
+  };
+  try {
+    for (let round = 0; round < WARMUP_ROUNDS; round++) {
+      await measure('baseline');
+      await measure('subject');
+    }
+    const subjects: number[] = [];
+    const baselines: number[] = [];
+    const ratios: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const first = round % 2 === 0 ? 'subject' : 'baseline';
+      const a = await measure(first);
+      const b = await measure(first === 'subject' ? 'baseline' : 'subject');
+      const s = first === 'subject' ? a : b;
+      const r = first === 'subject' ? b : a;
+      subjects.push(s);
+      baselines.push(r);
+      ratios.push(s / r);
+    }
+    return { subject: median(subjects), baseline: median(baselines), ratio: median(ratios), bytes: Buffer.byteLength(bareText) };
+  } finally {
+    subject.close();
+    bare.close();
+  }
+}
+
+async function benchTurns(
+  base: URL,
+): Promise<{ subject: number; baseline: number; direct: number; ratio: number; events: number; batches: number }> {
+  await call(base, 'GET', `/bench/turns?pairs=${TURN_WARMUP_PAIRS}`);
+  const result = await call<{ subject: number[]; baseline: number[]; direct: number[]; events: number; batches: number }>(
+    base,
+    'GET',
+    `/bench/turns?pairs=${TURN_PAIRS}`,
+  );
+  const subject = median(result.subject);
+  const baseline = median(result.baseline);
+  return { subject, baseline, direct: median(result.direct), ratio: subject / baseline, events: result.events, batches: result.batches };
+}
+
+const runtime = await start();
+let failed = false;
+try {
+  console.log(`edge-agent bench on ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores), Node ${process.version}`);
+  const deltas = await benchDeltas(runtime.url);
+  const turns = await benchTurns(runtime.url);
+  const rows = [
+    [
+      `token delta -> receipt p50 at ${SUBSCRIBERS} WebSockets vs bare broadcast of ${deltas.bytes} bytes`,
+      `${deltas.subject.toFixed(3)} ms`,
+      `${deltas.baseline.toFixed(3)} ms`,
+      deltas.ratio,
+      1.3,
+    ],
+    [
+      `one-tool turn in the object (${turns.events} events, ${turns.batches} commits) vs the object's own appends of them`,
+      `${turns.subject.toFixed(3)} ms`,
+      `${turns.baseline.toFixed(3)} ms`,
+      turns.ratio,
+      1.5,
+    ],
+  ] as const;
+  for (const [name, subject, baseline, ratio, target] of rows) {
+    const pass = ratio <= target;
+    failed ||= !pass;
+    console.log(`${name}\n  subject ${subject}  baseline ${baseline}  ratio ${ratio.toFixed(2)}x  target <= ${target}x  ${pass ? 'PASS' : 'MISS'}`);
+  }
+  console.log(
+    `information: the same turn through a Session created directly over the object's store (no host, lease or stream wrappers): ` +
+      `${turns.direct.toFixed(3)} ms (${(turns.direct / turns.baseline).toFixed(2)}x the appends)`,
+  );
+} finally {
+  await runtime.stop();
+}
+process.exitCode = failed ? 1 : 0;

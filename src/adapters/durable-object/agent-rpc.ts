@@ -1,0 +1,148 @@
+/**
+ * The SessionObject's agent RPC surface and the shapes it exchanges, runtime-neutral (no
+ * `cloudflare:*` imports), shared by the object (`object/agent-host.ts`) and the Worker's agent
+ * routes (`src/app/routes/agent.ts`).
+ *
+ * A session object with an agent mounted (`SessionObject.sessionAgent()`) runs the agent
+ * `Session` INSIDE itself: requests are accepted here, run by the object (the session's single
+ * writer, under the execution lease), and stream to the session's WebSocket subscribers. Like
+ * every other method of the object, each answers with an `RpcResult` envelope so domain errors
+ * keep their class and code across RPC. See `docs/edge-agents.md`.
+ */
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { DurableRecoveryPlan } from '../../core/projector/projection-types.js';
+import type { DurableInput, PermissionDecision, Priority } from '../../protocol/event-payloads.js';
+import type { JsonObject } from '../../protocol/json.js';
+import type { AnySessionTool, SessionOptions, SessionRecoveryPolicy } from '../../session/types.js';
+import type { RpcResult } from './rpc.js';
+
+/**
+ * The agent a session object runs, as its owner mounts it (see `SessionObject.sessionAgent()`).
+ *
+ * @example
+ * protected override sessionAgent(): SessionAgentMount {
+ *   const openai = createOpenAICompatible({ name: 'openai', baseURL, apiKey: this.env.OPENAI_KEY });
+ *   return { model: openai.chatModel('gpt-4.1-mini'), tools: { lookup }, system: 'Be brief.' };
+ * }
+ */
+export interface SessionAgentMount {
+  /** The default model (any AI SDK `LanguageModelV3` provider model). */
+  model: LanguageModelV3;
+  /** Other models a request may choose by name (`model` in the request body). */
+  models?: Readonly<Record<string, LanguageModelV3>>;
+  /** Tools by name (`defineTool` of `agent-ledger/session`). */
+  tools?: Readonly<Record<string, AnySessionTool>>;
+  /** System prompt. */
+  system?: string;
+  /** Default `maxTurns` of a request. */
+  maxTurns?: number;
+  /** Provider call settings passed on every model call. */
+  callSettings?: SessionOptions['callSettings'];
+  /** Use `doStream` (default `true`): token deltas reach subscribers only when streaming. */
+  streaming?: boolean;
+  /**
+   * What the object does with a recovery plan after an eviction or crash (default
+   * `EDGE_RECOVERY_POLICY`: resume never-started requests, continue an interrupted turn in place —
+   * retrying pure/idempotent tools, asking pending permissions again — and continue a reconciled
+   * turn). Whatever it says, a non_idempotent tool
+   * or a model call with an unknown outcome is parked for a decision, never replayed.
+   */
+  recoveryPolicy?: SessionRecoveryPolicy;
+  /** Execution lease TTL the object holds while it runs the session (default 30 s, renewed). */
+  leaseTtlMs?: number;
+}
+
+/** Body of `submitRequest` (`POST /v1/sessions/:sessionId/requests`). */
+export interface AgentRequestInput {
+  /** Idempotency key: the same `commandId` answers the same IDs and runs once. */
+  commandId: string;
+  input: DurableInput;
+  /** `now` interrupts the running request; `next` (default) and `later` queue behind it. */
+  priority?: Priority;
+  maxTurns?: number;
+  /** A model name of `SessionAgentMount.models` (default: the mount's `model`). */
+  model?: string;
+  /** Runtime context persisted with the request and handed to tools. */
+  context?: JsonObject;
+}
+
+/** Answer of `submitRequest`. */
+export interface AgentRequestAccepted {
+  commandId: string;
+  requestId: string;
+  inputId: string;
+  /** `false` when this `commandId` had been submitted before (nothing new was queued). */
+  created: boolean;
+  /** Where the request stands (see {@link AgentRequestStatus}). */
+  status: AgentRequestStatus;
+}
+
+/**
+ * `queued` (stored, not yet accepted by the session), `running` (accepted into the log and not
+ * finished), `completed` / `failed` / `interrupted` (its terminal event is in the log), `cancelled`
+ * (aborted before it ever started: nothing of it is in the log).
+ */
+export type AgentRequestStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
+
+/** Body of `submitInput` (`POST .../inputs`): steering input for the running request. */
+export interface AgentSteerInput {
+  input: DurableInput;
+  /** `now` cancels the running turn's cancelable work and applies before the next model call. */
+  priority?: 'now' | 'next';
+}
+
+/** Answer of `submitInput`. */
+export interface AgentSteerAccepted {
+  inputId: string;
+  /** The request the input steers (a new request when none was running). */
+  requestId: string;
+}
+
+/** Answer of `abortRequest`. */
+export interface AgentAbortResult {
+  requestId: string;
+  status: AgentRequestStatus;
+}
+
+/** Body of `answerPermission` (`POST .../permissions/:permissionRequestId`). */
+export interface AgentPermissionAnswer {
+  decision: PermissionDecision;
+  message?: string;
+}
+
+/** Answer of `answerPermission`. */
+export interface AgentPermissionReceipt {
+  permissionRequestId: string;
+  decision: PermissionDecision;
+  /** `false` when an earlier answer was already stored (the first answer wins). */
+  created: boolean;
+}
+
+/**
+ * What the object's agent is doing: `idle`, `running` (a request runs), `waiting_permission` (a
+ * run is parked on a permission), `needs_recovery` (the recovery plan needs a decision the policy
+ * may not take: see `plan`, act through the recovery routes), `stopped` (local execution stopped
+ * without a terminal event, e.g. the lease was taken).
+ */
+export interface AgentStatus {
+  state: 'idle' | 'running' | 'waiting_permission' | 'needs_recovery' | 'stopped';
+  /** The request running now. */
+  activeRequestId: string | null;
+  /** Requests stored but not yet started, in run order. */
+  queued: string[];
+  /** Permissions waiting for an answer. */
+  pendingPermissions: string[];
+  /** The plan the object parked on (`needs_recovery`). */
+  plan: DurableRecoveryPlan | null;
+  /** Why the object parked or stopped. */
+  message: string | null;
+}
+
+/** The agent methods of a SessionObject (over RPC). */
+export interface SessionObjectAgentRpc {
+  submitRequest(sessionId: string, input: AgentRequestInput): Promise<RpcResult<AgentRequestAccepted>>;
+  submitInput(sessionId: string, input: AgentSteerInput): Promise<RpcResult<AgentSteerAccepted>>;
+  abortRequest(sessionId: string, requestId: string): Promise<RpcResult<AgentAbortResult>>;
+  answerPermission(sessionId: string, permissionRequestId: string, answer: AgentPermissionAnswer): Promise<RpcResult<AgentPermissionReceipt>>;
+  agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>>;
+}

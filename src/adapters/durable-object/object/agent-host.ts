@@ -1,0 +1,657 @@
+/**
+ * The agent Session running inside a SessionObject: requests, steering, abort, permissions,
+ * eviction and crash recovery.
+ *
+ * The object's owner mounts one agent (`SessionObject.sessionAgent()`: an AI SDK model, tools,
+ * recovery policy). This host runs it as the session's single writer:
+ * 1. Requests: `submitRequest` stores the request in `agent_requests` (idempotent by
+ *    `commandId`; the IDs are chosen here and stored with it), puts the agent watchdog timer in
+ *    the same transaction, and arms the alarm before anything else happens — so an eviction at
+ *    any later point is followed by an alarm. Then the request is handed to the Session (one at a
+ *    time: the host keeps the queue, `now` interrupts the running request at once).
+ * 2. The Session writes through the object's own store (`durableEventStore`), under an execution
+ *    lease it acquires (`executionLease` settings, renewed while it runs). Each instance is a new
+ *    lease owner; a new instance first releases the lease of the instance before it (the runtime
+ *    runs one instance of an object at a time, so that one is gone), which bumps the fencing
+ *    token: a late commit of the old instance carries the old fence and is refused.
+ * 3. Recovery: a new instance with work left (the `agent_meta` row `active`) calls
+ *    `resumeSession` with the mount's recovery policy (default `SAFE_RECOVERY_POLICY`) from its
+ *    constructor and from the alarm. A plan the policy may not act on (an unknown model outcome,
+ *    a started non_idempotent tool...) parks the host (`needs_recovery`, with the plan): nothing is
+ *    replayed; the plan is on the projection route, and a recovery operation through the object
+ *    (`recover`) wakes the host to try again.
+ * 4. Permissions: the Session's permission callback returns a stored answer
+ *    (`agent_permissions`) or waits for one; while it waits the watchdog is removed (nothing is
+ *    due until a human answers). `answerPermission` stores the answer (first answer wins), re-arms
+ *    the watchdog, and either settles the waiting callback or wakes the host, whose
+ *    `resumeSession` presents the pending permission again and finds the stored answer.
+ * 5. Streams: see `agent-stream.ts` (the model and the tools are wrapped before the Session
+ *    gets them).
+ */
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type {
+  AgentAbortResult,
+  AgentPermissionAnswer,
+  AgentPermissionReceipt,
+  AgentRequestAccepted,
+  AgentRequestInput,
+  AgentRequestStatus,
+  AgentStatus,
+  AgentSteerAccepted,
+  AgentSteerInput,
+  SessionAgentMount,
+} from '../agent-rpc.js';
+import type { SqlDurableEventStore } from '../../sql/sql-store.js';
+import type { DurableRecoveryPlan } from '../../../core/projector/projection-types.js';
+import { createSession, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../../../session/session.js';
+import type {
+  Session,
+  SessionIdKind,
+  SessionPermissionDecision,
+  SessionPermissionRequest,
+  SessionRecoveryPolicy,
+} from '../../../session/types.js';
+import {
+  DurableCommandConflictError,
+  DurableEventStoreError,
+  DurableSessionRecoveryError,
+  DurableSessionRecoveryRequiredError,
+  isDurableError,
+} from '../../../protocol/errors.js';
+import type { DurableInput, PermissionDecision, Priority } from '../../../protocol/event-payloads.js';
+import type { DurableEventEnvelope } from '../../../protocol/events.js';
+import { isValidId, type SessionId } from '../../../protocol/ids.js';
+import { canonicalJson, type JsonObject } from '../../../protocol/json.js';
+import { AgentLiveStream } from './agent-stream.js';
+import { TIMER_KINDS, type TimerTable } from './timers.js';
+
+/**
+ * The recovery policy of an agent in a session object unless its mount names one: the safe policy,
+ * but an interrupted Turn continues in place — scheduled tools start (asking permission where
+ * needed, so an answer given across an eviction is honoured), pure and idempotent tools that were
+ * cut off run again, a non_idempotent one is never repeated (the plan parks it first).
+ */
+export const EDGE_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.freeze({
+  ...SAFE_RECOVERY_POLICY,
+  resumeTurn: 'in_place',
+});
+
+/** How often the alarm checks on a running agent (an eviction is noticed within this). */
+export const AGENT_WATCH_MS = 30_000;
+/** Default execution lease TTL of the object's Session. */
+export const DEFAULT_AGENT_LEASE_TTL_MS = 30_000;
+/** Prefix of the lease owner IDs of session object instances. */
+export const OBJECT_LEASE_OWNER_PREFIX = 'session-object:';
+/** Key of the agent watchdog row in the `timers` table. */
+const WATCH_KEY = 'agent';
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS agent_requests (
+     command_id TEXT PRIMARY KEY,
+     position INTEGER NOT NULL,
+     request_id TEXT NOT NULL UNIQUE,
+     input_id TEXT NOT NULL,
+     body TEXT NOT NULL,
+     status TEXT NOT NULL
+   )`,
+  `CREATE TABLE IF NOT EXISTS agent_permissions (
+     permission_request_id TEXT PRIMARY KEY,
+     decision TEXT NOT NULL,
+     message TEXT
+   )`,
+  `CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+];
+
+interface RequestRow {
+  command_id: string;
+  position: number;
+  request_id: string;
+  input_id: string;
+  body: string;
+  status: string;
+}
+
+interface StoredBody {
+  input: DurableInput;
+  priority: Priority;
+  maxTurns?: number;
+  model?: string;
+  context?: JsonObject;
+}
+
+const PRIORITY_ORDER: Readonly<Record<Priority, number>> = { now: 0, next: 1, later: 2 };
+const TERMINAL_STATUS: Readonly<Record<string, AgentRequestStatus>> = {
+  request_completed: 'completed',
+  request_failed: 'failed',
+  request_interrupted: 'interrupted',
+};
+
+function invalid(message: string): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
+}
+
+function checkId(value: unknown, label: string): string {
+  if (!isValidId(value)) throw invalid(`${label} must be a non-empty ID without control characters`);
+  return value;
+}
+
+/** What the object lends to its agent host. */
+export interface AgentHostDeps {
+  readonly store: SqlDurableEventStore;
+  readonly timers: TimerTable;
+  /** The owner's mount (`SessionObject.sessionAgent()`), read once per instance. */
+  mount(): SessionAgentMount | undefined;
+  /** Frames to every subscribed socket. */
+  broadcast(frame: string): void;
+  /** The session this object serves, when it is bound. */
+  boundSession(): SessionId | null;
+  /** Permission request IDs the log shows pending (projection of the object's journal). */
+  pendingPermissions(sessionId: SessionId): Promise<string[]>;
+}
+
+type HostState = AgentStatus['state'];
+
+/** The agent part of a SessionObject (see the module header). */
+export class SessionAgentHost {
+  readonly live: AgentLiveStream;
+  readonly #deps: AgentHostDeps;
+  readonly #ownerId = `${OBJECT_LEASE_OWNER_PREFIX}${crypto.randomUUID()}`;
+  #mount: SessionAgentMount | null | undefined;
+  #session: Session | null = null;
+  #opening: Promise<Session | null> | null = null;
+  #pumping = false;
+  #state: HostState = 'idle';
+  #plan: DurableRecoveryPlan | null = null;
+  #message: string | null = null;
+  #activeRequestId: string | null = null;
+  /** IDs the next `send` must use (the Session asks its generator synchronously). */
+  readonly #forcedIds = new Map<SessionIdKind, string[]>();
+  /** The latest arming of the alarm; model and tool I/O wait for it (see `agent-stream.ts`). */
+  #armed: Promise<void> = Promise.resolve();
+  /** Permission callbacks waiting for an answer, by permission request ID. */
+  readonly #permissionWaiters = new Map<string, (answer: SessionPermissionDecision) => void>();
+
+  constructor(deps: AgentHostDeps) {
+    this.#deps = deps;
+    this.live = new AgentLiveStream(
+      (frame) => deps.broadcast(frame),
+      () => this.#armed,
+    );
+    const driver = deps.store.eventLog.driver;
+    for (const statement of SCHEMA) driver.exec(statement);
+  }
+
+  get #driver() {
+    return this.#deps.store.eventLog.driver;
+  }
+
+  /** The owner's mount, or `undefined` when the object runs no agent. */
+  #mounted(): SessionAgentMount | undefined {
+    if (this.#mount === undefined) this.#mount = this.#deps.mount() ?? null;
+    return this.#mount ?? undefined;
+  }
+
+  #requireMount(): SessionAgentMount {
+    const mount = this.#mounted();
+    if (mount === undefined) throw invalid('this session object runs no agent (override SessionObject.sessionAgent())');
+    return mount;
+  }
+
+  // ---- bookkeeping ----------------------------------------------------------------------------
+
+  #isActive(): boolean {
+    return this.#driver.query<{ value: string }>("SELECT value FROM agent_meta WHERE key = 'active'")[0]?.value === '1';
+  }
+
+  #setActive(active: boolean): void {
+    this.#driver.exec("INSERT INTO agent_meta (key, value) VALUES ('active', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", active ? '1' : '0');
+  }
+
+  #putWatch(): void {
+    this.#deps.timers.put(TIMER_KINDS.agent, WATCH_KEY, Date.now() + AGENT_WATCH_MS, null);
+  }
+
+  /** Arms the alarm for the watchdog row; model and tool I/O wait for it to be set. */
+  #arm(): Promise<void> {
+    const armed = this.#deps.timers.arm();
+    this.#armed = armed.catch((error: unknown) => {
+      console.error(`session object agent: arming the alarm failed: ${String(error)}`);
+    });
+    return armed;
+  }
+
+  #rows(where: string, ...params: string[]): RequestRow[] {
+    return this.#driver.query<RequestRow>(
+      `SELECT command_id, position, request_id, input_id, body, status FROM agent_requests ${where}`,
+      ...params,
+    );
+  }
+
+  #setStatus(requestId: string, status: AgentRequestStatus): void {
+    this.#driver.exec('UPDATE agent_requests SET status = ? WHERE request_id = ?', status, requestId);
+  }
+
+  /** Follows committed events (called by the object after every commit). Never throws. */
+  observe(events: readonly DurableEventEnvelope[]): void {
+    try {
+      // Objects without an agent pay nothing per commit.
+      if (this.#mounted() === undefined) return;
+      this.live.observe(events);
+      for (const event of events) {
+        const requestId = 'requestId' in event ? event.requestId : undefined;
+        if (requestId === undefined) continue;
+        if (event.type === 'request_accepted') this.#setStatus(requestId, 'running');
+        else if (event.type === 'request_started') this.#activeRequestId = requestId;
+        else if (event.type in TERMINAL_STATUS) {
+          const status = TERMINAL_STATUS[event.type];
+          if (status !== undefined) this.#setStatus(requestId, status);
+          if (this.#activeRequestId === requestId) this.#activeRequestId = null;
+        }
+      }
+    } catch (error) {
+      console.error(`session object agent: tracking requests failed: ${String(error)}`);
+    }
+  }
+
+  // ---- RPC ------------------------------------------------------------------------------------
+
+  /** Stores a request (idempotent by `commandId`), arms the alarm, and runs it in the object. */
+  async submitRequest(sessionId: SessionId, input: AgentRequestInput): Promise<AgentRequestAccepted> {
+    const mount = this.#requireMount();
+    if (typeof input !== 'object' || input === null) throw invalid('a request needs { commandId, input }');
+    const commandId = checkId(input.commandId, 'commandId');
+    const priority: Priority = input.priority ?? 'next';
+    if (!(priority in PRIORITY_ORDER)) throw invalid('priority must be now, next or later');
+    if (input.model !== undefined && mount.models?.[input.model] === undefined) {
+      throw invalid(`no model named ${JSON.stringify(String(input.model).slice(0, 64))} is mounted`);
+    }
+    const body: StoredBody = {
+      input: input.input,
+      priority,
+      ...(input.maxTurns === undefined ? {} : { maxTurns: input.maxTurns }),
+      ...(input.model === undefined ? {} : { model: input.model }),
+      ...(input.context === undefined ? {} : { context: input.context }),
+    };
+    const bodyJson = canonicalJson(body as unknown as JsonObject);
+    const { row, created } = this.#driver.transaction(() => {
+      const existing = this.#rows('WHERE command_id = ?', commandId)[0];
+      if (existing !== undefined) {
+        if (existing.body !== bodyJson) {
+          throw new DurableCommandConflictError(`command ${commandId} was submitted with another request body`, {
+            details: { commandId },
+          });
+        }
+        return { row: existing, created: false };
+      }
+      const position = (this.#driver.query<{ n: number | null }>('SELECT MAX(position) AS n FROM agent_requests')[0]?.n ?? 0) + 1;
+      const fresh: RequestRow = {
+        command_id: commandId,
+        position,
+        request_id: `req-${crypto.randomUUID()}`,
+        input_id: `in-${crypto.randomUUID()}`,
+        body: bodyJson,
+        status: 'queued',
+      };
+      this.#driver.exec(
+        'INSERT INTO agent_requests (command_id, position, request_id, input_id, body, status) VALUES (?, ?, ?, ?, ?, ?)',
+        fresh.command_id,
+        fresh.position,
+        fresh.request_id,
+        fresh.input_id,
+        fresh.body,
+        fresh.status,
+      );
+      this.#setActive(true);
+      this.#putWatch();
+      return { row: fresh, created: true };
+    });
+    // The alarm is set before any model or tool I/O of this request can start: the model and tool
+    // wrappers wait for it, while the request's first commits go ahead.
+    const armed = this.#arm();
+    if (created) {
+      const session = this.#session;
+      if (priority === 'now' && this.#pumping && session !== null && session.state === 'running') {
+        // Interrupts the running request at once; the run loop picks up after it.
+        void this.#send(session, row);
+      } else {
+        this.#kick(sessionId);
+      }
+    }
+    await armed;
+    return {
+      commandId,
+      requestId: row.request_id,
+      inputId: row.input_id,
+      created,
+      // SAFETY: statuses are only written by this class, from AgentRequestStatus values.
+      status: row.status as AgentRequestStatus,
+    };
+  }
+
+  /** Steering input for the running request (a new request when none runs). */
+  async submitInput(sessionId: SessionId, input: AgentSteerInput): Promise<AgentSteerAccepted> {
+    this.#requireMount();
+    if (typeof input !== 'object' || input === null) throw invalid('steering needs { input }');
+    const priority = input.priority ?? 'next';
+    if (priority !== 'now' && priority !== 'next') throw invalid('priority must be now or next');
+    const session = await this.#open(sessionId);
+    if (session === null || this.#activeRequestId === null) {
+      const accepted = await this.submitRequest(sessionId, { commandId: `steer-${crypto.randomUUID()}`, input: input.input, priority: 'next' });
+      return { inputId: accepted.inputId, requestId: accepted.requestId };
+    }
+    const handle = await session.steer(input.input, { priority });
+    return { inputId: handle.inputId, requestId: handle.requestId };
+  }
+
+  /** Aborts a request: the running one is interrupted (`user_abort`), a queued one is dropped. */
+  async abortRequest(sessionId: SessionId, requestId: string): Promise<AgentAbortResult> {
+    this.#requireMount();
+    checkId(requestId, 'requestId');
+    const row = this.#rows('WHERE request_id = ?', requestId)[0];
+    if (row === undefined && this.#activeRequestId !== requestId) {
+      throw new DurableSessionRecoveryError('DURABLE_RECOVERY_TARGET_NOT_FOUND', `no request ${requestId} in this session`);
+    }
+    if (row?.status === 'queued') {
+      this.#setStatus(requestId, 'cancelled');
+      return { requestId, status: 'cancelled' };
+    }
+    if (this.#activeRequestId === requestId && this.#session !== null) {
+      await this.#session.abort('user_abort');
+      this.#kick(sessionId);
+    }
+    const status = this.#rows('WHERE request_id = ?', requestId)[0]?.status;
+    // SAFETY: see submitRequest.
+    return { requestId, status: (status ?? 'interrupted') as AgentRequestStatus };
+  }
+
+  /** Stores a permission answer (first wins) and resumes the run waiting for it. */
+  async answerPermission(sessionId: SessionId, permissionRequestId: string, answer: AgentPermissionAnswer): Promise<AgentPermissionReceipt> {
+    this.#requireMount();
+    checkId(permissionRequestId, 'permissionRequestId');
+    if (typeof answer !== 'object' || answer === null) throw invalid('an answer needs { decision }');
+    const decision: PermissionDecision = answer.decision;
+    if (decision !== 'allow' && decision !== 'deny' && decision !== 'cancel') throw invalid('decision must be allow, deny or cancel');
+    if (answer.message !== undefined && typeof answer.message !== 'string') throw invalid('message must be a string');
+    const earlier = this.#storedAnswer(permissionRequestId);
+    if (earlier !== undefined) return { permissionRequestId, decision: earlier.decision, created: false };
+    if (!this.#permissionWaiters.has(permissionRequestId) && !(await this.#deps.pendingPermissions(sessionId)).includes(permissionRequestId)) {
+      throw new DurableSessionRecoveryError('DURABLE_RECOVERY_TARGET_NOT_FOUND', `no pending permission ${permissionRequestId}`);
+    }
+    this.#driver.transaction(() => {
+      this.#driver.exec(
+        'INSERT INTO agent_permissions (permission_request_id, decision, message) VALUES (?, ?, ?)',
+        permissionRequestId,
+        decision,
+        answer.message ?? null,
+      );
+      this.#setActive(true);
+      this.#putWatch();
+    });
+    await this.#arm();
+    const waiter = this.#permissionWaiters.get(permissionRequestId);
+    if (waiter !== undefined) {
+      this.#permissionWaiters.delete(permissionRequestId);
+      if (this.#permissionWaiters.size === 0 && this.#state === 'waiting_permission') this.#state = 'running';
+      waiter(answer.message === undefined ? decision : { decision, message: answer.message });
+    } else {
+      this.#kick(sessionId);
+    }
+    return { permissionRequestId, decision, created: true };
+  }
+
+  /** What the agent is doing. */
+  status(sessionId: SessionId): AgentStatus {
+    void sessionId;
+    return {
+      state: this.#state,
+      activeRequestId: this.#activeRequestId,
+      queued: this.#queued().map((row) => row.request_id),
+      pendingPermissions: [...this.#permissionWaiters.keys()],
+      plan: this.#plan,
+      message: this.#message,
+    };
+  }
+
+  #storedAnswer(permissionRequestId: string): { decision: PermissionDecision; message?: string } | undefined {
+    const row = this.#driver.query<{ decision: PermissionDecision; message: string | null }>(
+      'SELECT decision, message FROM agent_permissions WHERE permission_request_id = ?',
+      permissionRequestId,
+    )[0];
+    if (row === undefined) return undefined;
+    return row.message === null ? { decision: row.decision } : { decision: row.decision, message: row.message };
+  }
+
+  // ---- running ----------------------------------------------------------------------------------
+
+  /** Wake-up of a new instance, the watchdog alarm, or a recovery operation: continue any work left. */
+  wake(): void {
+    try {
+      if (this.#mounted() === undefined || !this.#isActive()) return;
+      const sessionId = this.#deps.boundSession();
+      if (sessionId === null) return;
+      void this.#arm().catch(() => undefined);
+      this.#kick(sessionId);
+    } catch (error) {
+      console.error(`session object agent: wake-up failed: ${String(error)}`);
+    }
+  }
+
+  /** The watchdog alarm: keeps itself while the agent runs here, resumes it when nothing runs it. */
+  async onWatch(): Promise<void> {
+    if (this.#state === 'running' && this.#session !== null) {
+      this.#putWatch();
+      return;
+    }
+    this.wake();
+  }
+
+  /** A recovery operation went through, or a lease was released: a parked host tries again. */
+  afterRecovery(): void {
+    if (this.#pumping && this.#session !== null) return;
+    if (this.#state === 'needs_recovery' || this.#state === 'stopped' || this.#message !== null) {
+      this.#state = 'idle';
+      this.#plan = null;
+      this.#message = null;
+      this.#session = null;
+    }
+    this.wake();
+  }
+
+  #kick(sessionId: SessionId): void {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    void this.#pump(sessionId)
+      .catch((error: unknown) => {
+        console.error(`session object agent: the run loop failed: ${String(error)}`);
+        this.#state = 'stopped';
+        this.#message = error instanceof Error ? error.message : String(error);
+      })
+      .finally(() => {
+        this.#pumping = false;
+      });
+  }
+
+  #queued(): RequestRow[] {
+    return this.#rows("WHERE status = 'queued'").sort((a, b) => {
+      const pa = PRIORITY_ORDER[(JSON.parse(a.body) as StoredBody).priority];
+      const pb = PRIORITY_ORDER[(JSON.parse(b.body) as StoredBody).priority];
+      return pa - pb || a.position - b.position;
+    });
+  }
+
+  async #pump(sessionId: SessionId): Promise<void> {
+    const session = await this.#open(sessionId);
+    if (session === null) return;
+    for (;;) {
+      await session.whenIdle();
+      if (session.state !== 'idle') {
+        this.#stopped(`the session is ${session.state}`);
+        return;
+      }
+      const next = this.#queued()[0];
+      if (next === undefined) break;
+      this.#state = 'running';
+      await this.#send(session, next);
+    }
+    this.#state = 'idle';
+    this.#activeRequestId = null;
+    // Nothing left: the watchdog goes; the next request arms it again.
+    this.#driver.transaction(() => {
+      if (this.#queued().length > 0) return;
+      this.#setActive(false);
+      this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+    });
+    if (this.#queued().length > 0) {
+      this.#pumping = false;
+      this.#kick(sessionId);
+    }
+  }
+
+  async #send(session: Session, row: RequestRow): Promise<void> {
+    const mount = this.#requireMount();
+    const body = JSON.parse(row.body) as StoredBody;
+    const model = body.model === undefined ? undefined : mount.models?.[body.model];
+    this.#forcedIds.set('request', [row.request_id]);
+    this.#forcedIds.set('input', [row.input_id]);
+    try {
+      const handle = await session.send(body.input, {
+        priority: body.priority,
+        ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
+        ...(model === undefined ? {} : { model: this.#wrapped(model) }),
+        ...(body.context === undefined ? {} : { context: body.context }),
+      });
+      this.#activeRequestId = handle.requestId;
+      await handle.result.catch(() => undefined);
+    } catch (error) {
+      // The request could not be accepted (invalid input, say): it never ran.
+      if (this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued') {
+        this.#setStatus(row.request_id, 'failed');
+      }
+      this.#message = error instanceof Error ? error.message : String(error);
+    } finally {
+      this.#forcedIds.delete('request');
+      this.#forcedIds.delete('input');
+    }
+  }
+
+  readonly #wrappedModels = new WeakMap<LanguageModelV3, LanguageModelV3>();
+
+  #wrapped(model: LanguageModelV3): LanguageModelV3 {
+    let wrapped = this.#wrappedModels.get(model);
+    if (wrapped === undefined) {
+      wrapped = this.live.wrapModel(model);
+      this.#wrappedModels.set(model, wrapped);
+    }
+    return wrapped;
+  }
+
+  #stopped(message: string): void {
+    this.#state = 'stopped';
+    this.#message = message;
+    this.#session = null;
+    this.live.reset();
+  }
+
+  /** Opens (creates or resumes) the Session once per instance; `null` when parked. */
+  async #open(sessionId: SessionId): Promise<Session | null> {
+    const current = this.#session;
+    if (current !== null && (current.state === 'idle' || current.state === 'running')) return current;
+    if (this.#state === 'needs_recovery') return null;
+    this.#opening ??= this.#openFresh(sessionId).finally(() => {
+      this.#opening = null;
+    });
+    return this.#opening;
+  }
+
+  async #openFresh(sessionId: SessionId): Promise<Session | null> {
+    const mount = this.#requireMount();
+    this.#takeOverLease(sessionId);
+    const models = new Map<string, LanguageModelV3>();
+    for (const model of [mount.model, ...Object.values(mount.models ?? {})]) models.set(`${model.provider}\u0000${model.modelId}`, model);
+    const options = {
+      sessionId,
+      model: this.#wrapped(mount.model),
+      resolveModel: (selection: { provider: string; model: string }) => {
+        const found = models.get(`${selection.provider}\u0000${selection.model}`);
+        return found === undefined ? undefined : this.#wrapped(found);
+      },
+      tools: this.live.wrapTools(mount.tools ?? {}),
+      ...(mount.system === undefined ? {} : { system: mount.system }),
+      ...(mount.maxTurns === undefined ? {} : { maxTurns: mount.maxTurns }),
+      ...(mount.callSettings === undefined ? {} : { callSettings: mount.callSettings }),
+      ...(mount.streaming === undefined ? {} : { streaming: mount.streaming }),
+      durableEventStore: this.#deps.store,
+      durableExecutionLeaseStore: this.#deps.store,
+      executionLease: { ownerId: this.#ownerId, ttlMs: mount.leaseTtlMs ?? DEFAULT_AGENT_LEASE_TTL_MS },
+      onPermission: (request: SessionPermissionRequest) => this.#askPermission(request),
+      generateId: (kind: SessionIdKind) => this.#forcedIds.get(kind)?.shift() ?? `${kind}-${crypto.randomUUID()}`,
+    };
+    this.#state = 'running';
+    try {
+      const empty = this.#deps.store.eventLog.getHeadSequence(sessionId) === null;
+      const session = empty
+        ? await createSession(options)
+        : await resumeSession({ ...options, recoveryPolicy: mount.recoveryPolicy ?? EDGE_RECOVERY_POLICY });
+      this.#session = session;
+      this.#plan = null;
+      this.#message = null;
+      const resumed = session.resumedRequest;
+      if (resumed !== null) {
+        this.#activeRequestId = resumed.requestId;
+        await resumed.result.catch(() => undefined);
+      }
+      return session;
+    } catch (error) {
+      const plan = recoveryPlanOf(error);
+      if (error instanceof DurableSessionRecoveryRequiredError || plan !== undefined) {
+        this.#state = 'needs_recovery';
+        this.#plan = plan ?? null;
+        this.#message = error instanceof Error ? error.message : String(error);
+        this.#session = null;
+        // Nothing will move without a decision: no watchdog until a recovery operation.
+        this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+        return null;
+      }
+      if (isDurableError(error) && error.code === 'DURABLE_EXECUTION_LEASE_CONFLICT') {
+        // Someone else (an operator doing recovery) holds the lease: try again when it is released.
+        this.#state = 'idle';
+        this.#message = `waiting for the execution lease: ${error.message}`;
+        return null;
+      }
+      this.#stopped(isDurableError(error) ? `${error.code}: ${error.message}` : String(error));
+      throw error;
+    }
+  }
+
+  /**
+   * Releases a lease an earlier instance of this object left behind (that instance is gone: the
+   * runtime runs one instance at a time). The next acquisition bumps the fencing token, so the
+   * earlier instance's commits can never land. Leases of other owners are left alone.
+   */
+  #takeOverLease(sessionId: SessionId): void {
+    const eventLog = this.#deps.store.eventLog;
+    const lease = eventLog.inspectExecutionLease(sessionId);
+    if (lease === null || lease.released || lease.expiresAtMs <= Date.now()) return;
+    if (!lease.ownerId.startsWith(OBJECT_LEASE_OWNER_PREFIX) || lease.ownerId === this.#ownerId) return;
+    eventLog.releaseExecutionLease(sessionId, { leaseId: lease.leaseId, ownerId: lease.ownerId, fencingToken: lease.fencingToken });
+  }
+
+  async #askPermission(request: SessionPermissionRequest): Promise<SessionPermissionDecision> {
+    const stored = this.#storedAnswer(request.permissionRequestId);
+    if (stored !== undefined) return stored.message === undefined ? stored.decision : stored;
+    return new Promise<SessionPermissionDecision>((resolve) => {
+      this.#permissionWaiters.set(request.permissionRequestId, resolve);
+      this.#state = 'waiting_permission';
+      // Nothing is due until someone answers: no watchdog (the answer wakes the object).
+      this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+      request.signal.addEventListener(
+        'abort',
+        () => {
+          if (this.#permissionWaiters.get(request.permissionRequestId) === resolve) this.#permissionWaiters.delete(request.permissionRequestId);
+          resolve('cancel');
+        },
+        { once: true },
+      );
+    });
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Transient frames of an agent running inside a SessionObject: token deltas, tool progress, and
+ * the partial text of the model response in flight.
+ *
+ * Ordering comes from where the frames are produced, not from a queue:
+ * 1. The object wraps the mounted model: each `text-delta` / `reasoning-delta` part is sent to the
+ *    subscribers at the moment the Session reads it from the provider's stream, synchronously.
+ *    The Session commits `model_request_completed` only after it read the stream's end, and the
+ *    ledger pushes committed events to the sockets synchronously in the commit, so the durable
+ *    event always follows the deltas it completes, on every socket.
+ * 2. Tool handlers are wrapped the same way: `context.progress(data)` sends a `tool_progress`
+ *    frame before returning; `tool_completed` is committed after the handler returned.
+ * 3. The response in flight: a committed `model_request_started` opens it (with its request,
+ *    turn and model attempt IDs), each delta appends to its text, and the attempt's terminal
+ *    event (or the end of its turn) closes it. A socket that connects while it is open gets, right
+ *    after its replay and `caught_up` (all synchronous), one `partial_response` frame with the text
+ *    so far; the deltas after it follow live. Nothing is missed and nothing is sent twice, because
+ *    no delta can be produced between the replay and the `partial_response` frame.
+ * 4. Both wrappers first await the host's `beforeIo` (the alarm armed for this run), so no model
+ *    or tool I/O starts before an eviction would be followed by an alarm.
+ * Nothing here is written to the log; an eviction loses the text in flight (the recovery plan
+ * then decides what happens to that model call).
+ */
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { DurableEventEnvelope } from '../../../protocol/events.js';
+import type { JsonValue } from '../../../protocol/json.js';
+import type { TransientSubscriberFrame } from '../../../protocol/frames.js';
+import type { AnySessionTool, SessionToolContext } from '../../../session/types.js';
+
+/** The model response being streamed now. */
+export interface InFlightResponse {
+  requestId: string;
+  turnId: string;
+  modelAttemptId: string;
+  text: string;
+}
+
+/** Where frames go: every subscribed socket of the session (see `sockets.ts`). */
+export type FrameSink = (frame: string) => void;
+
+const ATTEMPT_TERMINALS = new Set(['model_request_completed', 'model_request_failed', 'model_request_aborted']);
+const TURN_TERMINALS = new Set(['turn_completed', 'turn_aborted', 'request_completed', 'request_failed', 'request_interrupted']);
+
+/** A string field of the event's envelope, else of its data (`modelAttemptId` lives on the envelope). */
+function field(event: DurableEventEnvelope, name: string): string | undefined {
+  for (const holder of [event as unknown, event.data as unknown]) {
+    if (typeof holder !== 'object' || holder === null) continue;
+    const value = (holder as Record<string, unknown>)[name];
+    if (typeof value === 'string') return value;
+  }
+  return undefined;
+}
+
+/** The live part of an agent's stream (see the module header). */
+export class AgentLiveStream {
+  readonly #sink: FrameSink;
+  readonly #beforeIo: () => Promise<void>;
+  #inFlight: InFlightResponse | null = null;
+
+  /** `beforeIo` is awaited before every provider call and tool execution (the host arms its alarm there). */
+  constructor(sink: FrameSink, beforeIo: () => Promise<void> = () => Promise.resolve()) {
+    this.#sink = sink;
+    this.#beforeIo = beforeIo;
+  }
+
+  /** The response in flight (a copy), or `null`. */
+  get inFlight(): InFlightResponse | null {
+    return this.#inFlight === null ? null : { ...this.#inFlight };
+  }
+
+  /** Follows committed events: opens and closes the response in flight. Never throws. */
+  observe(events: readonly DurableEventEnvelope[]): void {
+    for (const event of events) {
+      if (event.type === 'model_request_started') {
+        const modelAttemptId = field(event, 'modelAttemptId');
+        const { requestId, turnId } = event;
+        if (modelAttemptId !== undefined && requestId !== undefined && turnId !== undefined) {
+          this.#inFlight = { requestId, turnId, modelAttemptId, text: '' };
+        }
+      } else if (ATTEMPT_TERMINALS.has(event.type)) {
+        if (this.#inFlight !== null && field(event, 'modelAttemptId') === this.#inFlight.modelAttemptId) this.#inFlight = null;
+      } else if (TURN_TERMINALS.has(event.type)) {
+        this.#inFlight = null;
+      }
+    }
+  }
+
+  /** The frame a socket gets after its `caught_up` while a response is in flight (else `undefined`). */
+  partialFrame(): string | undefined {
+    const open = this.#inFlight;
+    if (open === null) return undefined;
+    return JSON.stringify({ type: 'partial_response', ...open } satisfies TransientSubscriberFrame);
+  }
+
+  /** Forgets the response in flight (the Session stopped locally). */
+  reset(): void {
+    this.#inFlight = null;
+  }
+
+  #delta(kind: 'text_delta' | 'reasoning_delta', delta: string): void {
+    const open = this.#inFlight;
+    if (open === null || delta.length === 0) return;
+    const offset = kind === 'text_delta' ? open.text.length : undefined;
+    if (kind === 'text_delta') open.text += delta;
+    const frame: TransientSubscriberFrame = {
+      type: kind,
+      requestId: open.requestId,
+      turnId: open.turnId,
+      modelAttemptId: open.modelAttemptId,
+      delta,
+      ...(offset === undefined ? {} : { offset }),
+    };
+    this.#sink(JSON.stringify(frame));
+  }
+
+  /** Wraps a model so each streamed delta reaches the subscribers as the Session reads it. */
+  wrapModel(model: LanguageModelV3): LanguageModelV3 {
+    const tap = (part: LanguageModelV3StreamPart): void => {
+      if (part.type === 'text-delta') this.#delta('text_delta', part.delta);
+      else if (part.type === 'reasoning-delta') this.#delta('reasoning_delta', part.delta);
+    };
+    return {
+      specificationVersion: model.specificationVersion,
+      provider: model.provider,
+      modelId: model.modelId,
+      get supportedUrls() {
+        return model.supportedUrls;
+      },
+      doGenerate: async (options) => {
+        await this.#beforeIo();
+        return model.doGenerate(options);
+      },
+      doStream: async (options) => {
+        await this.#beforeIo();
+        const result = await model.doStream(options);
+        const stream = result.stream.pipeThrough(
+          new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+            transform(part, controller) {
+              tap(part);
+              controller.enqueue(part);
+            },
+          }),
+        );
+        return { ...result, stream };
+      },
+    };
+  }
+
+  /** Wraps tools so `context.progress(data)` also reaches the subscribers. */
+  wrapTools(tools: Readonly<Record<string, AnySessionTool>>): Record<string, AnySessionTool> {
+    const wrapped: Record<string, AnySessionTool> = {};
+    for (const [name, tool] of Object.entries(tools)) {
+      wrapped[name] = {
+        ...tool,
+        execute: async (input: never, context: SessionToolContext) => {
+          await this.#beforeIo();
+          const progress = (data: JsonValue): void => {
+            const frame: TransientSubscriberFrame = {
+              type: 'tool_progress',
+              requestId: context.requestId,
+              turnId: context.turnId,
+              toolAttemptId: context.toolAttemptId,
+              toolCallId: context.toolCallId,
+              toolName: context.toolName,
+              data,
+            };
+            this.#sink(JSON.stringify(frame));
+            context.progress(data);
+          };
+          return tool.execute(input, { ...context, progress });
+        },
+      };
+    }
+    return wrapped;
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * End to end under `wrangler dev`: agent Sessions running inside their Durable Objects survive a
+ * kill of the whole dev process group (SIGKILL) and a restart on the same `--persist-to` storage.
+ *
+ * Three sessions run the fixture's edge test agent (test/workers/fixtures/edge-test-agent.ts),
+ * each stopped at a different point when the group is killed:
+ * 1. mid streamed model response (`hang-stream`: two deltas sent, the model never finishes):
+ *    after the restart the object parks exactly as the recovery plan says
+ *    (`reconcile_model_outcome`) and the model is not called again;
+ * 2. while a non_idempotent tool runs (`hang-tool`: its effect is counted, then it waits): it is
+ *    never run a second time, it is surfaced for reconciliation (`reconcile_tool_outcomes`), and
+ *    after an operator reconciles it over HTTP under the lease, the run finishes;
+ * 3. while a permission waits: the answer (HTTP) resumes it and the tool runs once.
+ * A WebSocket subscriber of each session reconnects after the restart with its last cursor; its
+ * events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
+ * timing: the test polls for states with deadlines only.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
+const VARS = { ADMIN_TOKEN, TOKEN_SECRET: 'e2e-token-secret-0123456789abcdef' };
+const CONFIG = 'test/e2e/fixtures/wrangler.e2e.toml';
+const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Envelope {
+  sequence: number;
+  type: string;
+  eventId: string;
+  modelAttemptId?: string;
+  data: Record<string, unknown>;
+}
+interface Frame {
+  type: string;
+  event?: Envelope;
+  cursor?: string;
+  delta?: string;
+  offset?: number;
+}
+interface AgentStatus {
+  state: string;
+  pendingPermissions: string[];
+  plan: { action: string; unknownToolAttempts?: Array<{ toolAttemptId: string; toolName: string }> } | null;
+}
+
+async function api<T>(dev: WranglerDev, method: string, route: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${dev.url}${route}`, {
+    method,
+    headers: { ...AUTH, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: response.status, body: (await response.json()) as T };
+}
+
+async function poll<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last).slice(0, 1500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    last = await read();
+  }
+  return last;
+}
+
+/** A WebSocket subscriber recording every frame. */
+class Subscriber {
+  readonly frames: Frame[] = [];
+  closed = false;
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data) => {
+      const text = String(data);
+      if (text !== 'pong') this.frames.push(JSON.parse(text) as Frame);
+    });
+    ws.on('close', () => {
+      this.closed = true;
+    });
+    ws.on('error', () => {
+      this.closed = true;
+    });
+  }
+
+  static async open(dev: WranglerDev, sessionId: string, after?: string): Promise<Subscriber> {
+    const query = after === undefined ? '' : `?after=${encodeURIComponent(after)}`;
+    const ws = new WebSocket(`${dev.url.replace('http', 'ws')}/v1/sessions/${sessionId}/subscribe${query}`, { headers: AUTH });
+    const subscriber = new Subscriber(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    await subscriber.until((s) => s.frames.some((f) => f.type === 'caught_up'), 'caught_up');
+    return subscriber;
+  }
+
+  get events(): Envelope[] {
+    return this.frames.flatMap((frame) => (frame.type === 'event' && frame.event !== undefined ? [frame.event] : []));
+  }
+
+  get lastCursor(): string | undefined {
+    return this.frames.filter((frame) => frame.type === 'event').at(-1)?.cursor;
+  }
+
+  has(type: string): boolean {
+    return this.events.some((event) => event.type === type);
+  }
+
+  async until(predicate: (s: Subscriber) => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate(this)) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; frames: ${JSON.stringify(this.frames).slice(0, 1500)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+async function logOf(dev: WranglerDev, sessionId: string): Promise<Envelope[]> {
+  return (await api<{ events: Envelope[] }>(dev, 'GET', `/v1/sessions/${sessionId}/events?limit=1000`)).body.events;
+}
+
+async function statusOf(dev: WranglerDev, sessionId: string): Promise<AgentStatus> {
+  return (await api<AgentStatus>(dev, 'GET', `/v1/sessions/${sessionId}/agent`)).body;
+}
+
+async function effectsOf(dev: WranglerDev, sessionId: string): Promise<Record<string, number>> {
+  return (await api<Record<string, number>>(dev, 'GET', `/v1/sessions/${sessionId}/test/effects`)).body;
+}
+
+function expectGapless(before: Subscriber, after: Subscriber, log: readonly Envelope[]): void {
+  expect([...before.events, ...after.events].map((event) => event.sequence)).toEqual(log.map((event) => event.sequence));
+}
+
+function finalText(log: readonly Envelope[]): string {
+  const completion = log.filter((event) => event.type === 'model_request_completed').at(-1);
+  const content = (completion?.data['response'] as { content?: unknown } | undefined)?.content;
+  return typeof content === 'string' ? content : JSON.stringify(content);
+}
+
+describe('agent sessions in Durable Objects across a kill of wrangler dev', () => {
+  it('parks a cut model stream, never repeats a non_idempotent tool, and resumes a waiting permission', async () => {
+    const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
+    dirs.push(persistTo);
+    const stamp = Date.now().toString(36);
+    const sessions = { stream: `e2e-stream-${stamp}`, tool: `e2e-tool-${stamp}`, permission: `e2e-perm-${stamp}` };
+    const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission' } as const;
+    let dev: WranglerDev | undefined = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+    const subscribers: Subscriber[] = [];
+    try {
+      const first = dev;
+      const before: Record<keyof typeof sessions, Subscriber> = {
+        stream: await Subscriber.open(first, sessions.stream),
+        tool: await Subscriber.open(first, sessions.tool),
+        permission: await Subscriber.open(first, sessions.permission),
+      };
+      subscribers.push(...Object.values(before));
+      for (const key of Object.keys(sessions) as Array<keyof typeof sessions>) {
+        const accepted = await api<{ status: string; created: boolean }>(first, 'POST', `/v1/sessions/${sessions[key]}/requests`, {
+          commandId: `cmd-${key}`,
+          input: inputs[key],
+        });
+        expect(accepted).toMatchObject({ status: 202, body: { created: true } });
+      }
+      await before.stream.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
+      expect(before.stream.frames.filter((f) => f.type === 'text_delta').map((f) => f.delta).join('')).toBe('Partial ');
+      await before.tool.until((s) => s.has('tool_started'), 'tool_started');
+      await poll(() => effectsOf(first, sessions.tool), (effects) => effects['charge'] === 1, 'the charge');
+      await before.permission.until((s) => s.has('permission_requested'), 'permission_requested');
+      const waiting = await poll(() => statusOf(first, sessions.permission), (s) => s.state === 'waiting_permission', 'waiting');
+      const permissionRequestId = waiting.pendingPermissions[0] as string;
+
+      await dev.kill('SIGKILL');
+      dev = undefined;
+      await Promise.all(subscribers.map((s) => s.until((x) => x.closed, 'the socket to drop', 10_000)));
+      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+      const second = dev;
+      const after: Record<keyof typeof sessions, Subscriber> = {
+        stream: await Subscriber.open(second, sessions.stream, before.stream.lastCursor),
+        tool: await Subscriber.open(second, sessions.tool, before.tool.lastCursor),
+        permission: await Subscriber.open(second, sessions.permission, before.permission.lastCursor),
+      };
+      subscribers.push(...Object.values(after));
+
+      // (1) The cut stream parks as the plan says; the model is not called again.
+      const parkedStream = await poll(() => statusOf(second, sessions.stream), (s) => s.state === 'needs_recovery', 'parked stream');
+      expect(parkedStream.plan?.action).toBe('reconcile_model_outcome');
+      const streamLog = await logOf(second, sessions.stream);
+      expect(streamLog.filter((e) => e.type === 'model_request_started')).toHaveLength(1);
+      expect(streamLog.map((e) => e.type)).not.toContain('model_request_completed');
+      expectGapless(before.stream, after.stream, streamLog);
+      expect(after.stream.frames.some((f) => f.type === 'partial_response' || f.type === 'text_delta')).toBe(false);
+
+      // (2) The non_idempotent tool: surfaced, never repeated; reconciled by an operator, then the run ends.
+      const parkedTool = await poll(() => statusOf(second, sessions.tool), (s) => s.state === 'needs_recovery', 'parked tool');
+      expect(parkedTool.plan?.action).toBe('reconcile_tool_outcomes');
+      const unknown = parkedTool.plan?.unknownToolAttempts ?? [];
+      expect(unknown.map((tool) => tool.toolName)).toEqual(['charge']);
+      expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
+      const lease = await api<{ leaseId: string; ownerId: string; fencingToken: number }>(second, 'POST', `/v1/sessions/${sessions.tool}/lease/acquire`, {
+        ownerId: 'operator',
+        leaseId: `op-${stamp}`,
+        ttlMs: 60_000,
+      });
+      expect(lease.status).toBe(200);
+      const fence = { leaseId: lease.body.leaseId, ownerId: lease.body.ownerId, fencingToken: lease.body.fencingToken };
+      const reconciled = await api(second, 'POST', `/v1/sessions/${sessions.tool}/recovery/reconcile-tool-outcome`, {
+        commandId: `reconcile-${stamp}`,
+        toolAttemptId: unknown[0]?.toolAttemptId,
+        outcome: { status: 'completed', result: { charged: 5 } },
+        executionFence: fence,
+      });
+      expect(reconciled.status).toBe(200);
+      expect((await api(second, 'POST', `/v1/sessions/${sessions.tool}/lease/release`, { fence })).status).toBe(200);
+      await after.tool.until((s) => s.has('request_completed'), 'the reconciled run to finish');
+      const toolLog = await logOf(second, sessions.tool);
+      expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
+      expect(finalText(toolLog)).toBe('Done: {"charged":5}');
+      expectGapless(before.tool, after.tool, toolLog);
+
+      // (3) The permission: the answer resumes the run.
+      const answer = await api(second, 'POST', `/v1/sessions/${sessions.permission}/permissions/${permissionRequestId}`, { decision: 'allow' });
+      expect(answer).toEqual({ status: 200, body: { permissionRequestId, decision: 'allow', created: true } });
+      await after.permission.until((s) => s.has('request_completed'), 'the permitted run to finish');
+      const permissionLog = await logOf(second, sessions.permission);
+      expect(await effectsOf(second, sessions.permission)).toEqual({ approved: 1 });
+      expect(finalText(permissionLog)).toBe('Done: {"approved":"deploy"}');
+      expectGapless(before.permission, after.permission, permissionLog);
+    } finally {
+      for (const subscriber of subscribers) subscriber.close();
+      await dev?.kill('SIGTERM');
+    }
+  }, 240_000);
+});
