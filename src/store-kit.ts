@@ -129,6 +129,7 @@ export {
   jsonEquals,
   jsonObjectSchema,
   jsonValueSchema,
+  parsedJsonValueSchema,
   utf8ByteLength,
 } from './protocol/json.js';
 export { isIsoTimestamp, nowIsoTimestamp } from './protocol/timestamp.js';

@@ -27,7 +27,7 @@
 import { z } from 'zod';
 import { durableEventEnvelopeSchema, eventSequenceSchema, sessionIdSchema, type DurableEventEnvelope } from './events.js';
 import type { EventSequence, SessionId } from './ids.js';
-import { jsonValueSchema, type JsonValue } from './json.js';
+import { parsedJsonValueSchema, type JsonValue } from './json.js';
 
 /** One replayed or live event. */
 export interface SubscriberEventMessage {
@@ -205,7 +205,7 @@ export const SUBSCRIPTION_FRAME_KINDS = {
         toolAttemptId: z.string(),
         toolCallId: z.string(),
         toolName: z.string(),
-        data: jsonValueSchema,
+        data: parsedJsonValueSchema,
       })
       .meta({ id: 'SubscriptionToolProgressFrame', description: 'Progress a running tool reported (not in the log).' }),
     transient: true,

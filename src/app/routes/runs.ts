@@ -24,7 +24,7 @@ import { checkDurabilityKey } from '../../core/durability/ledger-engine.js';
 import type { DurabilityReadResult } from '../../core/durability/ledger-contract.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
-import { jsonValueSchema } from '../../protocol/json.js';
+import { parsedJsonValueSchema } from '../../protocol/json.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition, type SessionRouteInput } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
@@ -43,7 +43,7 @@ const toolCallRequestSchema = z
     agent: idSchema,
     toolName: idSchema,
     toolCallId: idSchema.meta({ description: 'Stable id of the call: a replay finds its records under it.' }),
-    input: jsonValueSchema.optional().meta({ description: 'The tool input (lossless JSON; default null).' }),
+    input: parsedJsonValueSchema.optional().meta({ description: 'The tool input (lossless JSON; default null).' }),
   })
   .meta({ id: 'ToolCallRequest' });
 
@@ -57,7 +57,7 @@ const deliveryRequestSchema = z
   .strictObject({
     key: idSchema.meta({ description: 'The `waitFor` key.' }),
     deliveryId: idSchema.meta({ description: 'Idempotency key of the delivery within the session.' }),
-    payload: jsonValueSchema.meta({ description: 'Lossless JSON handed to the waiter.' }),
+    payload: parsedJsonValueSchema.meta({ description: 'Lossless JSON handed to the waiter.' }),
   })
   .meta({ id: 'DeliveryRequest' });
 
@@ -82,8 +82,8 @@ const runStateSchema = z
         status: toolRunStatusSchema,
         attempts: z.number().int(),
         live: z.boolean(),
-        result: jsonValueSchema.optional(),
-        error: jsonValueSchema.optional(),
+        result: parsedJsonValueSchema.optional(),
+        error: parsedJsonValueSchema.optional(),
       }),
     ),
   })
