@@ -75,7 +75,7 @@ export {
   type DurableExecutionLeaseStore,
   type DurableLeaseAcquireOptions,
   type DurableLeaseRenewOptions,
-  type DurableLedgerStore,
+  type DurableSessionStore,
   type DurableReadOptions,
   type DurableReadResult,
   type DurableStoreCallOptions,

@@ -130,6 +130,7 @@ export {
   jsonEquals,
   jsonObjectSchema,
   jsonValueSchema,
+  parsedJsonValueSchema,
   utf8ByteLength,
 } from './protocol/json.js';
 export { isIsoTimestamp, nowIsoTimestamp } from './protocol/timestamp.js';

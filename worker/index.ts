@@ -11,7 +11,7 @@
  * values belong in their own modules.
  */
 import { createApp } from '../src/app/app.js';
-import type { Env } from '../src/app/env.js';
+import type { Env } from './env.js';
 import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
 import { SessionObject as LedgerSessionObject } from '../src/adapters/durable-object/object/session-object.js';
 import { demoAgent } from './demo-agent.js';

@@ -15,7 +15,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { createApp } from '../../src/app/app.js';
-import type { Env } from '../../src/app/env.js';
+import type { Env } from '../../worker/env.js';
 import type { SessionAgentMount } from '../../src/adapters/durable-object/agent-rpc.js';
 import { SessionObject as LedgerSessionObject } from '../../src/adapters/durable-object/object/session-object.js';
 import { createScriptedModel } from '../../src/session/scripted-model.js';
@@ -53,7 +53,7 @@ export class SessionObject extends LedgerSessionObject {
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
-    this.ledger.onCommit(({ result }) => {
+    this.eventLog.onCommit(({ result }) => {
       this.#batches.push(result.events.map(toDraft));
       if (result.events.some((event) => event.type === 'request_completed')) this.#completed?.();
     });

@@ -28,10 +28,10 @@ export const PROFILE_STAGE_INFO: Record<ProfileStage, { label: string; base: Pro
   parse: { label: '+ parseDraftBatchJson (JSON.parse, fast-path validation)', base: 'noop', input: 'json' },
   plan: { label: '+ planAppend (envelopes, ids, encodings, size check)', base: 'parse', input: 'json' },
   insert: { label: '+ rows inserted (multi-row INSERTs), one transactionSync', base: 'plan', input: 'json' },
-  ledger: { label: 'SqlLedger.appendJson, count returned (all in-object work)', base: 'noop', input: 'json' },
+  ledger: { label: 'SqlEventLog.appendJson, count returned (all in-object work)', base: 'noop', input: 'json' },
   ledgerReceipt: { label: '+ compact receipt cloned back (= appendJson RPC)', base: 'ledger', input: 'json' },
   noopDrafts: { label: 'what-if: RPC call, drafts as objects in (HTTP route)', base: null, input: 'drafts' },
   validateDrafts: { label: '  + validateDraftBatch (objects: descriptor walk)', base: 'noopDrafts', input: 'drafts' },
   validateDraftsZod: { label: '  + validateDraftBatchStrict (zod) instead', base: 'noopDrafts', input: 'drafts' },
-  ledgerDraftsResult: { label: '  SqlLedger.append, whole result back (= append RPC)', base: 'noopDrafts', input: 'drafts' },
+  ledgerDraftsResult: { label: '  SqlEventLog.append, whole result back (= append RPC)', base: 'noopDrafts', input: 'drafts' },
 };

@@ -3,24 +3,15 @@
  *
  * Wrangler hands these to every request: plain variables and secrets come from `.dev.vars`
  * locally (written by `npm start`) and from `wrangler secret put` in production. Durable Object
- * namespaces are declared in `wrangler.toml` and appear here under the same binding name.
+ * namespaces are declared in `wrangler.toml` and appear under their binding name. The app reads
+ * only the secrets and the binding it was configured with (this repository's own Worker declares
+ * its bindings in `worker/env.ts`).
  */
-import type { SessionObject } from '../adapters/durable-object/object/session-object.js';
 import type { SessionObjectNamespaceLike } from '../adapters/durable-object/durable-object-store.js';
 import type { AuthSecrets } from './auth.js';
 
 /** Binding name of the session objects when the app is not told another one. */
 export const DEFAULT_SESSION_BINDING = 'SESSIONS';
-
-/** The bindings of this repository's own Worker (`worker/index.ts`, `wrangler.toml`). */
-export interface Env {
-  /** Bearer token that grants administrative access. */
-  ADMIN_TOKEN: string;
-  /** Key that signs and verifies session-scoped access tokens. */
-  TOKEN_SECRET: string;
-  /** One SessionObject per session, addressed with `idFromName(sessionId)`. */
-  SESSIONS: DurableObjectNamespace<SessionObject>;
-}
 
 /**
  * What the app reads from any Worker's bindings: the secrets, and the session namespace under the

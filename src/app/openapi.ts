@@ -81,6 +81,31 @@ function rewriteRefs(value: unknown): unknown {
   return out;
 }
 
+/** Keys whose value is a schema (or a list of schemas) in JSON Schema. */
+const SCHEMA_KEYS = new Set(['items', 'additionalProperties', 'not', 'propertyNames', 'contains']);
+const SCHEMA_LIST_KEYS = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems']);
+/** What an unconstrained schema (`{}`, from `z.unknown()` or a loose record) is documented as. */
+const ANY_JSON: JsonSchema = { description: 'Any JSON value.' };
+
+/** Replaces every empty sub-schema `{}` with {@link ANY_JSON}, so no schema is left undocumented. */
+function documentEmpty(schema: JsonSchema): JsonSchema {
+  const fill = (value: unknown): unknown =>
+    typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? Object.keys(value).length === 0
+        ? { ...ANY_JSON }
+        : documentEmpty(value as JsonSchema)
+      : value;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (SCHEMA_KEYS.has(key)) out[key] = fill(value);
+    else if (SCHEMA_LIST_KEYS.has(key) && Array.isArray(value)) out[key] = value.map(fill);
+    else if ((key === 'properties' || key === '$defs') && typeof value === 'object' && value !== null) {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, fill(inner)]));
+    } else out[key] = value;
+  }
+  return out;
+}
+
 /** Converts zod schemas, collecting named sub-schemas into `components.schemas`. */
 class SchemaCollector {
   readonly components: Record<string, JsonSchema> = {};
@@ -97,9 +122,12 @@ class SchemaCollector {
     }) as JsonSchema;
     const { $schema: _schema, $id: _id, $defs, ...rest } = raw;
     if (typeof $defs === 'object' && $defs !== null) {
-      for (const [name, def] of Object.entries($defs as Record<string, unknown>)) this.#add(name, rewriteRefs(def) as JsonSchema);
+      for (const [name, def] of Object.entries($defs as Record<string, unknown>)) {
+        this.#add(name, documentEmpty(rewriteRefs(def) as JsonSchema));
+      }
     }
-    return rewriteRefs(rest) as JsonSchema;
+    const converted = documentEmpty(rewriteRefs(rest) as JsonSchema);
+    return Object.keys(converted).length === 0 ? { ...ANY_JSON } : converted;
   }
 
   #add(name: string, schema: JsonSchema): void {

@@ -142,10 +142,18 @@ export const projectionResponseSchema = z
  * plus the optional `executionFence`, named `<Operation>Request` in the OpenAPI components.
  */
 export function recoveryRequestSchema(operation: RecoveryMutation): z.ZodObject {
-  const input = RECOVERY_OPERATIONS[operation].input;
-  const name = operation.charAt(0).toUpperCase() + operation.slice(1);
-  return input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id: `${name}Request` });
+  let schema = requestSchemas.get(operation);
+  if (schema === undefined) {
+    const input = RECOVERY_OPERATIONS[operation].input;
+    const name = operation.charAt(0).toUpperCase() + operation.slice(1);
+    schema = input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id: `${name}Request` });
+    requestSchemas.set(operation, schema);
+  }
+  return schema;
 }
+
+/** One body schema per operation (a component id names one schema). */
+const requestSchemas = new Map<RecoveryMutation, z.ZodObject>();
 
 // ---- recovery responses ----
 

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../core/log-engine.js';
+import type { DurableExecutionFence } from '../core/store.js';
 import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
 import {
   durableEventDraftSchema as protocolDraftSchema,
@@ -60,8 +61,25 @@ export const durableEventEnvelopeSchema = protocolEnvelopeSchema.meta({
 });
 
 export const executionFenceSchema = z
-  .strictObject({ leaseId: leaseIdSchema, ownerId: workerIdSchema, fencingToken: fencingTokenSchema })
-  .meta({ id: 'ExecutionFence', description: 'The lease a fenced append or lease call must name.' });
+  .strictObject({
+    leaseId: leaseIdSchema,
+    ownerId: workerIdSchema,
+    fencingToken: fencingTokenSchema,
+    sessionId: sessionIdSchema.optional(),
+    acquiredAtMs: z.number().optional(),
+    expiresAtMs: z.number().optional(),
+    released: z.boolean().optional(),
+  })
+  .meta({
+    id: 'ExecutionFence',
+    description:
+      'The lease a fenced call must name: leaseId, ownerId and fencingToken. The LeaseRecord that acquire and renew answer is accepted as is (its other fields are ignored).',
+  });
+
+/** The three fields of a fence that a store compares (a lease record's other fields dropped). */
+export function fenceOf(value: z.output<typeof executionFenceSchema>): DurableExecutionFence {
+  return { leaseId: value.leaseId, ownerId: value.ownerId, fencingToken: value.fencingToken };
+}
 
 export const appendRequestSchema = z
   .strictObject({
@@ -82,9 +100,15 @@ export const appendResponseSchema = z
   .meta({ id: 'AppendResponse' });
 
 export const readQuerySchema = z.strictObject({
-  after: integerQuery(1, Number.MAX_SAFE_INTEGER, 'after')
+  after: z
+    .string()
+    .min(1)
+    .max(MAX_CURSOR_TEXT_LENGTH)
     .optional()
-    .meta({ description: 'Exclusive lower bound (a sequence). Absent: from the first event.' }),
+    .meta({
+      description:
+        'Exclusive lower bound: the encoded cursor of the last event seen (`nextCursor` of the previous page, or the `cursor` of a subscription frame). A bare sequence number is accepted as sugar. Absent: from the first event.',
+    }),
   limit: integerQuery(1, MAX_READ_LIMIT, 'limit').optional().meta({ description: `Page size (default ${DEFAULT_READ_LIMIT}).` }),
   waitMs: integerQuery(0, MAX_LONG_POLL_MS, 'waitMs')
     .optional()
@@ -94,7 +118,10 @@ export const readQuerySchema = z.strictObject({
 export const readResponseSchema = z
   .strictObject({
     events: z.array(durableEventEnvelopeSchema),
-    nextCursor: eventSequenceSchema.nullable(),
+    nextCursor: z.string().nullable().meta({
+      description:
+        'Encoded cursor to pass as `after` for the next page: the last returned event, else the position read after (null: an empty session read from the start).',
+    }),
     headSequence: eventSequenceSchema.nullable(),
     hasMore: z.boolean(),
   })

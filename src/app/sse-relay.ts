@@ -21,6 +21,15 @@ import { DurableEventStoreError } from '../protocol/errors.js';
 import { SSE_MAX_LIFETIME_MS, SSE_RETRY_MS } from './sse.js';
 
 /** Most unread bytes one relayed SSE response may queue before it is ended. */
+
+/** The server end of a Workers WebSocket, as the relay uses it. */
+interface RelaySocket {
+  accept(): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: 'close' | 'error', listener: () => void): void;
+}
+
 export const SSE_RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
 /** WebSocket close code the relay uses toward the object when its reader fell behind. */
 export const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
@@ -62,7 +71,9 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
   } catch (cause) {
     throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
   }
-  const socket = upgrade.webSocket;
+  // Workers extend Response with `webSocket`; typed structurally (RelaySocket) so this module also
+  // type-checks in the Node program, which reads the route declarations for docs/http-api.md.
+  const socket = (upgrade as Response & { webSocket?: RelaySocket | null }).webSocket;
   if (socket === null || socket === undefined) {
     throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object refused the subscription');
   }
@@ -123,7 +134,7 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
         closeSocket(1000, 'client gone');
       },
     },
-    { highWaterMark: limit, size: (chunk) => chunk.byteLength },
+    { highWaterMark: limit, size: (chunk?: Uint8Array) => chunk?.byteLength ?? 0 },
   );
   return new Response(body, {
     headers: {

@@ -23,7 +23,7 @@ import type {
   DurableExecutionLeaseRecord,
   DurableLeaseAcquireOptions,
   DurableLeaseRenewOptions,
-  DurableLedgerStore,
+  DurableSessionStore,
   DurableReadOptions,
   DurableReadResult,
   DurableStoreCallOptions,
@@ -73,12 +73,12 @@ export interface LeaseCallRecord {
 }
 
 /** Wraps a real store; lease methods can be delayed, hung or failed, and every lease call is recorded. */
-export class LeaseFaultStore implements DurableLedgerStore {
+export class LeaseFaultStore implements DurableSessionStore {
   /** Faults by method; change them at any time (a call reads its fault when it starts). */
   readonly faults: Partial<Record<LeaseMethod, LeaseFault>> = {};
   readonly calls: LeaseCallRecord[] = [];
 
-  constructor(readonly inner: DurableLedgerStore) {}
+  constructor(readonly inner: DurableSessionStore) {}
 
   /** The recorded calls of `method`. */
   callsOf(method: LeaseMethod): LeaseCallRecord[] {
@@ -165,7 +165,7 @@ function waitFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-function acquireHandle(store: DurableLedgerStore, sessionId: SessionId, owner: string, extra: { storeTimeoutMs?: number; leaseId?: string } = {}) {
+function acquireHandle(store: DurableSessionStore, sessionId: SessionId, owner: string, extra: { storeTimeoutMs?: number; leaseId?: string } = {}) {
   return DurableExecutionLease.acquire(store, sessionId, {
     ownerId: WorkerId(owner),
     ttlMs: HANDLE_TTL_MS,

@@ -12,7 +12,7 @@ import {
   type DurableEventStore,
   type DurableExecutionFence,
   type DurableExecutionLeaseRecord,
-  type DurableLedgerStore,
+  type DurableSessionStore,
 } from '../core/store.js';
 import { isDurableExecutionLeaseError } from '../protocol/errors.js';
 import { EventSequence, FencingToken, WorkerId, type SessionId } from '../protocol/ids.js';
@@ -30,7 +30,7 @@ const OWNER_A = WorkerId('conformance-worker-a');
 const OWNER_B = WorkerId('conformance-worker-b');
 
 /** The context's store as a lease store (checks requiring `lease` only run when it is one). */
-export function leaseStoreOf(ctx: Ctx): DurableLedgerStore {
+export function leaseStoreOf(ctx: Ctx): DurableSessionStore {
   const store = ctx.store;
   if (!isExecutionLeaseStore(store)) fail('the store does not implement DurableExecutionLeaseStore');
   return store;

@@ -25,7 +25,7 @@
  * (`ctx.store`, replaced by `ctx.restart()`), test controls, and the assertion helpers exported
  * here. Declare `requires` so that stores lacking a capability skip the check with a reason.
  * ```ts
- * export const journalChecks: ConformanceCheck<DurableLedgerStore>[] = [
+ * export const journalChecks: ConformanceCheck<DurableSessionStore>[] = [
  *   {
  *     name: 'journal-replays-identical-command',
  *     async run(ctx) {

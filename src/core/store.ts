@@ -174,7 +174,7 @@ export interface DurableExecutionLeaseStore {
 }
 
 /** A store implementing both contracts: what every backend of this package provides. */
-export type DurableLedgerStore = DurableEventStore & DurableExecutionLeaseStore;
+export type DurableSessionStore = DurableEventStore & DurableExecutionLeaseStore;
 
 /** True when `store` implements the lease contract. */
 export function isExecutionLeaseStore(store: unknown): store is DurableExecutionLeaseStore {

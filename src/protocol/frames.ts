@@ -27,7 +27,7 @@
 import { z } from 'zod';
 import { durableEventEnvelopeSchema, eventSequenceSchema, sessionIdSchema, type DurableEventEnvelope } from './events.js';
 import type { EventSequence, SessionId } from './ids.js';
-import type { JsonValue } from './json.js';
+import { parsedJsonValueSchema, type JsonValue } from './json.js';
 
 /** One replayed or live event. */
 export interface SubscriberEventMessage {
@@ -205,7 +205,7 @@ export const SUBSCRIPTION_FRAME_KINDS = {
         toolAttemptId: z.string(),
         toolCallId: z.string(),
         toolName: z.string(),
-        data: z.json(),
+        data: parsedJsonValueSchema,
       })
       .meta({ id: 'SubscriptionToolProgressFrame', description: 'Progress a running tool reported (not in the log).' }),
     transient: true,
@@ -247,6 +247,31 @@ export const SUBSCRIBER_PING = 'ping';
 /** Answer to {@link SUBSCRIBER_PING}. */
 export const SUBSCRIBER_PONG = 'pong';
 
+/**
+ * The `event` frame checked for its position only (sequence, IDs, cursor, commit time), for
+ * consumers that take nothing else from it: the HTTP client's `watch` only learns the head from a
+ * frame and reads the events themselves through `read`, which validates them.
+ */
+const eventPositionFrameSchema = z.looseObject({
+  type: z.literal('event'),
+  cursor: z.string(),
+  event: z.looseObject({
+    sequence: eventSequenceSchema,
+    eventId: z.string(),
+    sessionId: sessionIdSchema,
+    recordedAt: z.string(),
+  }),
+});
+
+/** Options of {@link parseSubscriptionFrame}. */
+export interface ParseSubscriptionFrameOptions {
+  /**
+   * `full` (default): an `event` frame's envelope is validated with the protocol's strict schema.
+   * `position`: only its position fields are (see above); the rest is passed through unchecked.
+   */
+  events?: 'full' | 'position';
+}
+
 /** True when `type` is a known frame kind. */
 export function isSubscriptionFrameType(type: unknown): type is SubscriptionFrameType {
   return typeof type === 'string' && Object.hasOwn(SUBSCRIPTION_FRAME_KINDS, type);
@@ -260,7 +285,10 @@ export function isSubscriptionFrameType(type: unknown): type is SubscriptionFram
  *
  * @throws TypeError when the frame names a known kind but does not match its schema
  */
-export function parseSubscriptionFrame(frame: string | unknown): SubscriptionFrame | undefined {
+export function parseSubscriptionFrame(
+  frame: string | unknown,
+  options: ParseSubscriptionFrameOptions = {},
+): SubscriptionFrame | undefined {
   let value: unknown = frame;
   if (typeof frame === 'string') {
     if (frame === SUBSCRIBER_PONG) return undefined;
@@ -273,10 +301,13 @@ export function parseSubscriptionFrame(frame: string | unknown): SubscriptionFra
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const type = (value as { type?: unknown }).type;
   if (!isSubscriptionFrameType(type)) return undefined;
-  const parsed = SUBSCRIPTION_FRAME_KINDS[type].schema.safeParse(value);
+  const schema =
+    type === 'event' && options.events === 'position' ? eventPositionFrameSchema : SUBSCRIPTION_FRAME_KINDS[type].schema;
+  const parsed = schema.safeParse(value);
   if (!parsed.success) {
     throw new TypeError(`malformed ${type} frame: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   }
-  // SAFETY: validated just above with this kind's schema, which mirrors its interface.
+  // SAFETY: validated just above with this kind's schema, which mirrors its interface (with
+  // `events: 'position'` the caller asked to trust the envelope beyond its position fields).
   return parsed.data as SubscriptionFrame;
 }

@@ -13,12 +13,12 @@ import {
   type ConformanceCheck,
   type StoreConformanceOptions,
 } from '../../src/conformance/index.js';
-import type { DurableEventStore, DurableLedgerStore } from '../../src/core/store.js';
+import type { DurableEventStore, DurableSessionStore } from '../../src/core/store.js';
 import { DurableEventStoreError } from '../../src/protocol/errors.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 
 /** Every method of `inner`, bound, with `overrides` replacing some. */
-function wrap(inner: MemoryDurableEventStore, overrides: Partial<DurableLedgerStore> = {}): DurableLedgerStore {
+function wrap(inner: MemoryDurableEventStore, overrides: Partial<DurableSessionStore> = {}): DurableSessionStore {
   return {
     append: inner.append.bind(inner),
     read: inner.read.bind(inner),
@@ -52,7 +52,7 @@ function manualClockOptions<S extends DurableEventStore>(
   };
 }
 
-async function failureOf(options: StoreConformanceOptions<DurableLedgerStore>): Promise<StoreConformanceError> {
+async function failureOf(options: StoreConformanceOptions<DurableSessionStore>): Promise<StoreConformanceError> {
   const error = await runStoreConformance(options).then(
     () => undefined,
     (reason: unknown) => reason,

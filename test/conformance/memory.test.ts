@@ -6,7 +6,7 @@ import type { DurableCheckpointStore } from '../../src/core/checkpoint/contract.
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
-import type { DurableLedgerStore } from '../../src/core/store.js';
+import type { DurableSessionStore } from '../../src/core/store.js';
 
 /** A memory store plus a flag that makes its next commit throw. */
 function memoryWithFaults(clock?: () => number): { store: MemoryDurableEventStore; arm: () => void } {
@@ -82,8 +82,8 @@ describe('runStoreConformance against MemoryDurableEventStore', () => {
     // The memory store is not durable. A "reopen" that hands out a new facade over the same
     // state models a backend whose reopen sees everything, so the restart checks themselves run.
     const { store, arm } = memoryWithFaults();
-    const reopen = (): DurableLedgerStore => facade(store);
-    const result = await runStoreConformance<DurableLedgerStore>({
+    const reopen = (): DurableSessionStore => facade(store);
+    const result = await runStoreConformance<DurableSessionStore>({
       createStore: reopen,
       restart: () => reopen(),
       failNextCommit: () => arm(),
@@ -107,7 +107,7 @@ describe('runStoreConformance against MemoryDurableEventStore', () => {
 });
 
 /** A new object exposing `store`'s methods (bound): same state, different identity. */
-function facade(store: MemoryDurableEventStore): DurableLedgerStore & DurableCheckpointStore {
+function facade(store: MemoryDurableEventStore): DurableSessionStore & DurableCheckpointStore {
   return {
     readCheckpoint: store.readCheckpoint.bind(store),
     writeCheckpoint: store.writeCheckpoint.bind(store),

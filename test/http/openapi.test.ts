@@ -44,6 +44,21 @@ function refs(value: unknown): string[] {
   return Object.entries(value).flatMap(([key, inner]) => (key === '$ref' && typeof inner === 'string' ? [inner] : refs(inner)));
 }
 
+/** Paths of empty `{}` schemas (in schema positions; a `properties` map may be empty). */
+function emptySchemas(value: unknown, path: string, isSchema = false): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => emptySchemas(item, `${path}[${index}]`, isSchema));
+  if (typeof value !== 'object' || value === null) return [];
+  const entries = Object.entries(value);
+  if (isSchema && entries.length === 0) return [path];
+  return entries.flatMap(([key, inner]) => {
+    if (key === 'properties' && typeof inner === 'object' && inner !== null) {
+      return Object.entries(inner).flatMap(([name, schema]) => emptySchemas(schema, `${path}.properties.${name}`, true));
+    }
+    const schemaKey = ['schema', 'items', 'additionalProperties', 'anyOf', 'oneOf', 'allOf'].includes(key);
+    return emptySchemas(inner, `${path}.${key}`, schemaKey || (path.endsWith('.components.schemas') && true));
+  });
+}
+
 describe('GET /v1/openapi.json', () => {
   it('is an OpenAPI 3.1 document listing every route', () => {
     expect(document.openapi).toBe('3.1.0');
@@ -79,7 +94,7 @@ describe('GET /v1/openapi.json', () => {
         for (const [, name] of path.matchAll(/\{(\w+)\}/g)) {
           expect(operation.parameters.some((p) => p.in === 'path' && p.name === name && p.required), where).toBe(true);
         }
-        if (path.startsWith('/v1/')) {
+        if (path.startsWith('/v1/') && path !== '/v1/openapi.json') {
           expect(operation.security.length, where).toBeGreaterThan(0);
           expect(operation.responses['401']?.content?.['application/problem+json'], where).toBeDefined();
         }
@@ -111,10 +126,17 @@ describe('GET /v1/openapi.json', () => {
     expect(fence.additionalProperties).toBe(false);
   });
 
-  it('needs a token', async () => {
+  it('is served without a token, so tools can read it', async () => {
     const response = await api(worker, '/v1/openapi.json');
-    expect(response.status).toBe(401);
-    await response.body?.cancel();
+    expect(response.status).toBe(200);
+    const open = (await response.json()) as Document;
+    expect(Object.keys(open.paths)).toEqual(Object.keys(document.paths));
+    expect(Object.keys(open.components.schemas)).toEqual(Object.keys(document.components.schemas));
+  });
+
+  it('has no undocumented empty schema and no auto-named component', () => {
+    expect(Object.keys(document.components.schemas).filter((name) => name.startsWith('__'))).toEqual([]);
+    expect(emptySchemas(document, '$')).toEqual([]);
   });
 });
 

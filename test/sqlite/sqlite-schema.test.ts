@@ -5,6 +5,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlite3-driver.js';
+import { OBJECT_MIGRATIONS, OBJECT_SCHEMA } from '../../src/adapters/durable-object/object/schema.js';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import type { SqlDriver, SqlValue } from '../../src/adapters/sql/driver.js';
 import { SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion } from '../../src/adapters/sql/schema.js';
@@ -58,6 +59,7 @@ describe('SQL schema migration', () => {
     expect(readSchemaVersion(driver)).toBe(0);
     expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION);
     expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
+    // The Durable Object's own tables (timers, tool runs) are not part of the shared schema.
     expect(tables(db)).toEqual([
       'checkpoints',
       'durability_records',
@@ -66,9 +68,26 @@ describe('SQL schema migration', () => {
       'ledger_meta',
       'schema_version',
       'session_keys',
-      'timers',
-      'tool_runs',
     ]);
+  });
+
+  it("migrates the session object's own tables as a separate schema with its own version", () => {
+    const { db, driver } = openRaw();
+    migrateSqlSchema(driver);
+    expect(migrateSqlSchema(driver, OBJECT_SCHEMA)).toBe(OBJECT_MIGRATIONS.length);
+    expect(readSchemaVersion(driver, OBJECT_SCHEMA.versionTable)).toBe(OBJECT_MIGRATIONS.length);
+    expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
+    expect(tables(db)).toEqual(expect.arrayContaining(['object_schema_version', 'timers', 'tool_runs']));
+    expect(migrateSqlSchema(driver, OBJECT_SCHEMA)).toBe(0);
+  });
+
+  it('migrates an object created before the split, whose timers came with the shared schema', () => {
+    const { db, driver } = openRaw();
+    migrateSqlSchema(driver);
+    for (const statement of OBJECT_MIGRATIONS[0] ?? []) driver.exec(statement);
+    db.prepare("INSERT INTO timers (kind, key, due_ms, payload) VALUES ('user', 'k', 1, '{}')").run();
+    expect(migrateSqlSchema(driver, OBJECT_SCHEMA)).toBe(OBJECT_MIGRATIONS.length);
+    expect(db.prepare('SELECT COUNT(*) AS n FROM timers').get()).toEqual({ n: 1 });
   });
 
   it('is idempotent and runs no DDL when the database is current', () => {

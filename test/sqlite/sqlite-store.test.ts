@@ -43,7 +43,7 @@ describe('SqliteDurableEventStore', () => {
     const file = newFile();
     const store = open(file);
     // synchronous is per connection: read it through the store's own driver.
-    expect(store.ledger.driver.query<{ synchronous: number }>('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]);
+    expect(store.eventLog.driver.query<{ synchronous: number }>('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]);
   });
 
   it('fails closed on a tampered row', async () => {

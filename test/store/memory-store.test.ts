@@ -5,12 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { markerDraft, markerDrafts, sessionCreatedDraft } from '../../src/conformance/fixtures.js';
-import type { DurableAppendNotice, DurableLedgerStore } from '../../src/core/store.js';
+import type { DurableAppendNotice, DurableSessionStore } from '../../src/core/store.js';
 import { isDurableEventStoreError } from '../../src/protocol/errors.js';
 import { EventSequence, SessionId, WorkerId } from '../../src/protocol/ids.js';
 
 // Type-level: the memory store implements the whole contract.
-new MemoryDurableEventStore() satisfies DurableLedgerStore;
+new MemoryDurableEventStore() satisfies DurableSessionStore;
 
 const sessionId = SessionId('memory-session');
 

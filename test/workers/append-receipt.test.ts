@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { appendResultFromReceipt } from '../../src/adapters/durable-object/append-receipt.js';
 import { DurableObjectEventStore, sessionObjectRpc } from '../../src/adapters/durable-object/durable-object-store.js';
 import type { RpcAppendReceipt } from '../../src/adapters/durable-object/rpc.js';
-import type { SqlLedger } from '../../src/adapters/sql/sql-ledger.js';
+import type { SqlEventLog } from '../../src/adapters/sql/sql-event-log.js';
 import type { DurableEventDraft, DurableEventType } from '../../src/protocol/events.js';
 import { RequestId, SessionId } from '../../src/protocol/ids.js';
 import { validDrafts } from '../protocol/event-fixtures.js';
@@ -108,8 +108,8 @@ describe('SessionObject.appendJson', () => {
     const sessionId = freshSessionId('json-memory');
     await store.append(sessionId, markers(2, 'a'));
     const singleWriter = await runInDurableObject(stubFor(sessionId), (instance) => {
-      // SAFETY: `ledger` is SessionObject's protected accessor; the test reads it as a subclass would.
-      return (instance as unknown as { ledger: SqlLedger }).ledger.singleWriter;
+      // SAFETY: `eventLog` is SessionObject's protected accessor; the test reads it as a subclass would.
+      return (instance as unknown as { eventLog: SqlEventLog }).eventLog.singleWriter;
     });
     expect(singleWriter).toBe(true);
     await expect(store.append(sessionId, markers(1, 'b'), { expectedLastSequence: null })).rejects.toMatchObject({

@@ -5,7 +5,7 @@
  * namespace: `Env` lists the Worker's bindings, `GlobalProps.mainModule` names the module whose
  * exports `exports` loops back to (the Worker's `main` in wrangler.toml).
  */
-import type { Env as WorkerEnv } from '../../src/app/env.js';
+import type { Env as WorkerEnv } from '../../worker/env.js';
 import type * as WorkerMain from '../../worker/index.js';
 
 declare global {

@@ -26,7 +26,7 @@ import { unwrapRpcResult, type RpcAppendReceipt } from '../../../src/adapters/du
 import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
 import { SessionId } from '../../../src/protocol/ids.js';
-import type { Env } from '../../../src/app/env.js';
+import type { Env } from '../../../worker/env.js';
 import type { BareObject } from './bare-object.js';
 import { benchDraft } from '../bench-event.js';
 import type { ProfileObject } from './profile-object.js';

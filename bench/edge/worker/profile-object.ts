@@ -11,14 +11,14 @@
  *   plan          + `planAppend` (envelopes, event ids, the encodings whose size it checks);
  *   insert        + the encodings inserted into the real `events` table with the ledger's own
  *                 multi-row statements (`insertEventRows`), one `transactionSync`;
- *   ledger        the real single-writer `SqlLedger.appendJson` on this object's SQLite (head and
+ *   ledger        the real single-writer `SqlEventLog.appendJson` on this object's SQLite (head and
  *                 lease remembered, then parse/plan/insert as above), count returned;
  *   ledgerReceipt the same, returning the compact receipt (what `appendJson` answers).
  * The what-ifs of the HTTP route's path (`append`, drafts as objects):
  *   noopDrafts          the RPC itself, the drafts cloned in as objects;
  *   validateDrafts      + `validateDraftBatch` on objects (descriptor walk);
  *   validateDraftsZod   + `validateDraftBatchStrict` (zod) instead;
- *   ledgerDraftsResult  `SqlLedger.append`, the whole `DurableAppendResult` returned.
+ *   ledgerDraftsResult  `SqlEventLog.append`, the whole `DurableAppendResult` returned.
  * The ledger stages append to session `profile`, the insert stage to session `profile-insert`
  * of the same table, so both logs grow like a real one.
  */
@@ -28,7 +28,7 @@ import type { RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.
 import { DurableObjectSqlDriver } from '../../../src/adapters/durable-object/storage-sql-driver.js';
 import { parseDraftBatchJson, planAppend, validateDraftBatch, validateDraftBatchStrict } from '../../../src/core/log-engine.js';
 import { createSessionKey, findSessionKey, insertEventRows } from '../../../src/adapters/sql/event-rows.js';
-import { SqlLedger } from '../../../src/adapters/sql/sql-ledger.js';
+import { SqlEventLog } from '../../../src/adapters/sql/sql-event-log.js';
 import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
 import { EventSequence, SessionId } from '../../../src/protocol/ids.js';
@@ -45,16 +45,16 @@ type StageInput = string & readonly DurableEventDraft[];
  * method per `ProfileStage` of `profile-stages.ts`.
  */
 export class ProfileObject extends DurableObject<unknown> implements Record<ProfileStage, (input: StageInput) => unknown> {
-  readonly #ledger: SqlLedger;
+  readonly #eventLog: SqlEventLog;
   /** Key and head of the insert stage's session (the ledger stages use the ledger's own). */
   readonly #insertKey: number;
   #insertHead: number;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
-    this.#ledger = new SqlLedger(new DurableObjectSqlDriver(ctx.storage), { singleWriter: true });
-    this.#insertHead = this.#ledger.getHeadSequence(INSERT_SESSION) ?? 0;
-    const driver = this.#ledger.driver;
+    this.#eventLog = new SqlEventLog(new DurableObjectSqlDriver(ctx.storage), { singleWriter: true });
+    this.#insertHead = this.#eventLog.getHeadSequence(INSERT_SESSION) ?? 0;
+    const driver = this.#eventLog.driver;
     this.#insertKey = findSessionKey(driver, INSERT_SESSION) ?? createSessionKey(driver, INSERT_SESSION);
   }
 
@@ -73,17 +73,17 @@ export class ProfileObject extends DurableObject<unknown> implements Record<Prof
 
   insert(text: string): number {
     const { result, encodings } = this.#plan(text, this.#insertHead);
-    this.ctx.storage.transactionSync(() => insertEventRows(this.#ledger.driver, this.#insertKey, this.#insertHead + 1, encodings));
+    this.ctx.storage.transactionSync(() => insertEventRows(this.#eventLog.driver, this.#insertKey, this.#insertHead + 1, encodings));
     this.#insertHead = result.lastSequence;
     return result.events.length;
   }
 
   ledger(text: string): number {
-    return this.#ledger.appendJson(SESSION, text).events.length;
+    return this.#eventLog.appendJson(SESSION, text).events.length;
   }
 
   ledgerReceipt(text: string): RpcAppendReceipt {
-    return appendReceiptOf(this.#ledger.appendJson(SESSION, text));
+    return appendReceiptOf(this.#eventLog.appendJson(SESSION, text));
   }
 
   noopDrafts(drafts: readonly DurableEventDraft[]): number {
@@ -99,7 +99,7 @@ export class ProfileObject extends DurableObject<unknown> implements Record<Prof
   }
 
   ledgerDraftsResult(drafts: readonly DurableEventDraft[]): DurableAppendResult {
-    return this.#ledger.append(SESSION, drafts);
+    return this.#eventLog.append(SESSION, drafts);
   }
 
   #plan(text: string, head: number): { result: DurableAppendResult; encodings: string[] } {

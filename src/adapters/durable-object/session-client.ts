@@ -20,13 +20,17 @@
 import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
 import type { CommandId, SessionId } from '../../protocol/ids.js';
 import { isRecoveryMutation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
+import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
 
 /** Every RPC method of the session object. */
-type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;
+type SessionObjectRpcMethods = SessionObjectRpc &
+  SessionObjectJournalRpc &
+  SessionObjectDurabilityRpc &
+  SessionObjectCheckpointRpc;
 
 /** One RPC method without its leading `sessionId` and its envelope. */
 type Unwrapped<M> = M extends (sessionId: string, ...args: infer A) => Promise<RpcResult<infer R>>
@@ -61,6 +65,7 @@ const WRITES = new Set<string>([
   'startToolCall',
   'runToolCall',
   'deliver',
+  'writeCheckpoint',
 ]);
 
 function commandIdOf(value: unknown): CommandId | undefined {

@@ -202,8 +202,19 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     if (!isRecord(result) || !Array.isArray(result['events']) || typeof result['hasMore'] !== 'boolean') {
       throw malformed('read');
     }
-    // SAFETY: shape checked above; the Worker sends the object's DurableReadResult unchanged.
-    const page = result as unknown as DurableReadResult;
+    // SAFETY: shape checked above; the events are the object's stored envelopes.
+    const events = result['events'] as DurableReadResult['events'];
+    const headSequence = result['headSequence'];
+    if (headSequence !== null && typeof headSequence !== 'number') throw malformed('read');
+    // The route's `nextCursor` is the encoded cursor; the store contract's is the sequence.
+    const last = events[events.length - 1];
+    const page: DurableReadResult = {
+      events,
+      nextCursor: last?.sequence ?? plan.after ?? null,
+      // SAFETY: a number from the Worker's read route is a stored sequence.
+      headSequence: headSequence as EventSequence | null,
+      hasMore: result['hasMore'],
+    };
     // The Worker cuts pages at MAX_READ_PAGE_BYTES; a smaller budget is applied here.
     return options.maxBytes === undefined ? page : buildReadPage(page.events, plan, page.headSequence);
   }

@@ -197,7 +197,7 @@ export class WebSocketWatch {
   #onFrame(text: string): void {
     let frame: SubscriptionFrame | undefined;
     try {
-      frame = parseSubscriptionFrame(text);
+      frame = parseSubscriptionFrame(text, { events: 'position' });
     } catch {
       return; // a malformed frame of a known kind: ignore it, like an unknown kind
     }

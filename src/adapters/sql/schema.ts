@@ -9,8 +9,10 @@
  *    guessed at.
  *
  * Tables are snake_case at rest; `sql-store.ts` maps rows to the camelCase API shapes. Later
- * features (timers, durability records) add a migration to the end of {@link SQL_MIGRATIONS};
- * a released migration is never edited. (Before the first release the `events` layout of
+ * features add a migration to the end of {@link SQL_MIGRATIONS}; a released migration is never
+ * edited. Tables only one host uses live with that host, in a schema of their own with its own
+ * version table (the Durable Object's timers and tool runs: `durable-object/object/schema.ts`),
+ * migrated by the same {@link migrateSqlSchema}. (Before the first release the `events` layout of
  * version 1 was still changed in place; a database created by an earlier build of this
  * repository must be recreated.)
  */
@@ -68,32 +70,6 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       PRIMARY KEY (session_id, sequence),
       UNIQUE (session_id, identity)
     )`,
-    // Deadlines that share a Durable Object's one alarm (sleeps, waitFor timeouts, run retries and
-    // the user's own schedules). `kind` namespaces `key`; `payload` is JSON. Unused on Node.
-    `CREATE TABLE IF NOT EXISTS timers (
-      kind TEXT NOT NULL,
-      key TEXT NOT NULL,
-      due_ms INTEGER NOT NULL,
-      payload TEXT NOT NULL,
-      PRIMARY KEY (kind, key)
-    )`,
-    'CREATE INDEX IF NOT EXISTS timers_by_due ON timers (due_ms)',
-    // Tool calls a Durable Object runs for its mounted agents: what a replay needs to re-run one
-    // (agent, tool, stable call id, input) and where it stands. Unused on Node.
-    `CREATE TABLE IF NOT EXISTS tool_runs (
-      session_id TEXT NOT NULL,
-      scope TEXT NOT NULL,
-      run_id TEXT NOT NULL,
-      tool_call_id TEXT NOT NULL,
-      agent TEXT NOT NULL,
-      tool_name TEXT NOT NULL,
-      input TEXT NOT NULL,
-      status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed')),
-      attempts INTEGER NOT NULL DEFAULT 0,
-      started_ms INTEGER NOT NULL,
-      PRIMARY KEY (session_id, scope)
-    )`,
-    'CREATE INDEX IF NOT EXISTS tool_runs_by_run ON tool_runs (session_id, run_id)',
   ],
   [
     // Projection checkpoints (derived data): the latest one per session, in chunks.
@@ -112,43 +88,56 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
 /** The schema version this code reads and writes. */
 export const SQL_SCHEMA_VERSION = SQL_MIGRATIONS.length;
 
+/** A versioned set of tables: its migrations and the one-row table recording its version. */
+export interface SqlSchema {
+  /** Table holding `(id = 1, version)`; created by the schema's first migration or here. */
+  readonly versionTable: string;
+  /** Entry `i` moves the schema from version `i` to `i + 1`. */
+  readonly migrations: ReadonlyArray<readonly string[]>;
+}
+
+/** The shared store schema (events, leases, durability records, checkpoints). */
+export const SQL_STORE_SCHEMA: SqlSchema = { versionTable: 'schema_version', migrations: SQL_MIGRATIONS };
+
 /** Version recorded in the database, or 0 for a database without the version table. */
-export function readSchemaVersion(driver: SqlDriver): number {
-  const table = driver.query<{ name: string }>(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
-  );
+export function readSchemaVersion(driver: SqlDriver, versionTable: string = SQL_STORE_SCHEMA.versionTable): number {
+  const table = driver.query<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", versionTable);
   if (table.length === 0) return 0;
-  const rows = driver.query<{ version: number }>('SELECT version FROM schema_version WHERE id = 1');
+  const rows = driver.query<{ version: number }>(`SELECT version FROM ${versionTable} WHERE id = 1`);
   const version = rows[0]?.version ?? 0;
   if (!Number.isSafeInteger(version) || version < 0) {
-    throw new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', `schema_version holds ${String(version)}`);
+    throw new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', `${versionTable} holds ${String(version)}`);
   }
   return version;
 }
 
 /**
- * Brings the database to {@link SQL_SCHEMA_VERSION}. Returns the number of migrations applied
- * (0 when it was already current, in which case no DDL ran).
+ * Brings `schema` (default: the shared store schema, to {@link SQL_SCHEMA_VERSION}) up to date.
+ * Returns the number of migrations applied (0 when it was already current: no DDL ran).
  */
-export function migrateSqlSchema(driver: SqlDriver): number {
-  if (readSchemaVersion(driver) === SQL_SCHEMA_VERSION) return 0;
+export function migrateSqlSchema(driver: SqlDriver, schema: SqlSchema = SQL_STORE_SCHEMA): number {
+  const target = schema.migrations.length;
+  const table = schema.versionTable;
+  if (!/^[a-z_]+$/.test(table)) throw new TypeError(`bad version table name ${table}`);
+  if (readSchemaVersion(driver, table) === target) return 0;
   return driver.transaction(() => {
     // Re-read under the write lock: another connection may have migrated meanwhile.
-    const from = readSchemaVersion(driver);
-    if (from > SQL_SCHEMA_VERSION) {
+    const from = readSchemaVersion(driver, table);
+    if (from > target) {
       throw new DurableEventStoreError(
         'DURABLE_EVENT_UNAVAILABLE',
-        `the database has schema version ${from}; this release understands up to ${SQL_SCHEMA_VERSION}`,
-        { details: { found: from, supported: SQL_SCHEMA_VERSION } },
+        `the database has ${table} ${from}; this release understands up to ${target}`,
+        { details: { found: from, supported: target } },
       );
     }
-    for (const migration of SQL_MIGRATIONS.slice(from)) {
+    driver.exec(`CREATE TABLE IF NOT EXISTS ${table} (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`);
+    for (const migration of schema.migrations.slice(from)) {
       for (const statement of migration) driver.exec(statement);
     }
     driver.exec(
-      'INSERT INTO schema_version (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version',
-      SQL_SCHEMA_VERSION,
+      `INSERT INTO ${table} (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
+      target,
     );
-    return SQL_SCHEMA_VERSION - from;
+    return target - from;
   });
 }

@@ -51,7 +51,7 @@ export interface SqlDurabilityOptions {
   /**
    * Runs inside every transaction that CREATES a record, after its row is written. Throwing
    * rolls the record back (and the call fails with the error). Hosts use it to keep derived
-   * rows (such as a Durable Object's timers) atomic with the ledger.
+   * rows (such as a Durable Object's timers) atomic with the durability ledger.
    */
   onCreateWithin?: (record: DurabilityRecord) => void;
 }
@@ -91,7 +91,7 @@ function guard<T>(code: 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_READ_FAILE
 
 /**
  * The synchronous durability ledger over a migrated {@link SqlDriver} (construct the event
- * `SqlLedger` first, or call `migrateSqlSchema`). Used by `SqlDurableEventStore`, and directly by
+ * `SqlEventLog` first, or call `migrateSqlSchema`). Used by `SqlDurableEventStore`, and directly by
  * code that runs next to the database (the Durable Object).
  *
  * @example

@@ -1,7 +1,7 @@
 /**
- * SqlDurableEventStore: the async store contract over the synchronous {@link SqlLedger}.
+ * SqlDurableEventStore: the async store contract over the synchronous {@link SqlEventLog}.
  *
- * Each method checks the caller's signal, then runs one synchronous ledger call (one SQL
+ * Each method checks the caller's signal, then runs one synchronous event-log call (one SQL
  * transaction for a mutation), so an aborted signal never starts a mutation and a started one is
  * never torn by an abort. `watch` listeners hear of an append only after its transaction
  * committed, on a later microtask, so a slow listener cannot hold the write.
@@ -47,13 +47,13 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';
 import { SqlDurability } from './sql-durability.js';
-import { SqlLedger, type SqlCommit, type SqlLedgerOptions } from './sql-ledger.js';
+import { SqlEventLog, type SqlCommit, type SqlEventLogOptions } from './sql-event-log.js';
 
 /** Options of {@link SqlDurableEventStore}. */
-export interface SqlDurableEventStoreOptions extends SqlLedgerOptions {
+export interface SqlDurableEventStoreOptions extends SqlEventLogOptions {
   /**
    * Runs inside every transaction that creates a durability record, after its row is written;
-   * throwing rolls the record back. For hosts that keep derived rows atomic with the ledger.
+   * throwing rolls the record back. For hosts that keep derived rows atomic with the durability ledger.
    */
   onDurabilityCreateWithin?: (record: DurabilityRecord) => void;
 }
@@ -70,7 +70,7 @@ export class SqlDurableEventStore
   implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
 {
   /** The synchronous core, for code that runs next to the database. */
-  readonly ledger: SqlLedger;
+  readonly eventLog: SqlEventLog;
   /** Projection checkpoints (same database, own transactions). */
   readonly checkpoints: SqlCheckpoints;
   /** The synchronous durability ledger core (same driver, same transaction domain). */
@@ -79,12 +79,12 @@ export class SqlDurableEventStore
   readonly #durabilityWatchers = new Map<string, Set<DurabilityListener>>();
 
   constructor(driver: SqlDriver, options: SqlDurableEventStoreOptions = {}) {
-    const { onDurabilityCreateWithin, ...ledgerOptions } = options;
-    this.ledger = new SqlLedger(driver, ledgerOptions);
-    this.ledger.onCommit((commit) => this.#dispatch(commit));
-    this.checkpoints = new SqlCheckpoints(this.ledger.driver);
-    // The ledger's driver: in single-writer mode it notices failed transactions (see SqlLedger).
-    this.durability = new SqlDurability(this.ledger.driver, {
+    const { onDurabilityCreateWithin, ...eventLogOptions } = options;
+    this.eventLog = new SqlEventLog(driver, eventLogOptions);
+    this.eventLog.onCommit((commit) => this.#dispatch(commit));
+    this.checkpoints = new SqlCheckpoints(this.eventLog.driver);
+    // The ledger's driver: in single-writer mode it notices failed transactions (see SqlEventLog).
+    this.durability = new SqlDurability(this.eventLog.driver, {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(onDurabilityCreateWithin === undefined ? {} : { onCreateWithin: onDurabilityCreateWithin }),
     });
@@ -115,17 +115,17 @@ export class SqlDurableEventStore
     options?: DurableAppendOptions,
   ): Promise<DurableAppendResult> {
     throwIfAborted(options?.signal);
-    return this.ledger.append(sessionId, drafts, options);
+    return this.eventLog.append(sessionId, drafts, options);
   }
 
   async read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
     throwIfAborted(options?.signal);
-    return this.ledger.read(sessionId, options);
+    return this.eventLog.read(sessionId, options);
   }
 
   async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
     throwIfAborted(options?.signal);
-    return this.ledger.getHeadSequence(sessionId);
+    return this.eventLog.getHeadSequence(sessionId);
   }
 
   /** The session's latest projection checkpoint, or `null`. */
@@ -221,7 +221,7 @@ export class SqlDurableEventStore
     options: DurableLeaseAcquireOptions,
   ): Promise<DurableExecutionLeaseRecord> {
     throwIfAborted(options.signal);
-    return this.ledger.acquireExecutionLease(sessionId, options);
+    return this.eventLog.acquireExecutionLease(sessionId, options);
   }
 
   async renewExecutionLease(
@@ -230,7 +230,7 @@ export class SqlDurableEventStore
     options: DurableLeaseRenewOptions,
   ): Promise<DurableExecutionLeaseRecord> {
     throwIfAborted(options.signal);
-    return this.ledger.renewExecutionLease(sessionId, fence, options.ttlMs);
+    return this.eventLog.renewExecutionLease(sessionId, fence, options.ttlMs);
   }
 
   async releaseExecutionLease(
@@ -239,7 +239,7 @@ export class SqlDurableEventStore
     options?: DurableStoreCallOptions,
   ): Promise<void> {
     throwIfAborted(options?.signal);
-    this.ledger.releaseExecutionLease(sessionId, fence);
+    this.eventLog.releaseExecutionLease(sessionId, fence);
   }
 
   async assertExecutionLease(
@@ -248,7 +248,7 @@ export class SqlDurableEventStore
     options?: DurableStoreCallOptions,
   ): Promise<void> {
     throwIfAborted(options?.signal);
-    this.ledger.assertExecutionLease(sessionId, fence);
+    this.eventLog.assertExecutionLease(sessionId, fence);
   }
 
   async inspectExecutionLease(
@@ -256,11 +256,11 @@ export class SqlDurableEventStore
     options?: DurableStoreCallOptions,
   ): Promise<DurableExecutionLeaseRecord | null> {
     throwIfAborted(options?.signal);
-    return this.ledger.inspectExecutionLease(sessionId);
+    return this.eventLog.inspectExecutionLease(sessionId);
   }
 
   async requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
     throwIfAborted(options?.signal);
-    return this.ledger.requiresExecutionLease(sessionId);
+    return this.eventLog.requiresExecutionLease(sessionId);
   }
 }

@@ -28,6 +28,7 @@ import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
+import { parsedJsonValueSchema } from '../../protocol/json.js';
 
 const idSchema = z.custom<string>((value) => isValidId(value), {
   error: `must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
@@ -42,7 +43,7 @@ const agentRequestSchema = z
     priority: z.enum(['now', 'next', 'later']).optional().meta({ description: '`now` interrupts the running request (default `next`).' }),
     maxTurns: z.number().int().min(1).max(10_000).optional(),
     model: idSchema.optional().meta({ description: 'A model name the object mounts (default: its default model).' }),
-    context: z.record(z.string(), z.json()).optional().meta({ description: 'Runtime context persisted with the request, handed to tools.' }),
+    context: z.record(z.string(), parsedJsonValueSchema).optional().meta({ description: 'Runtime context persisted with the request, handed to tools.' }),
   })
   .meta({ id: 'AgentRequest' });
 
@@ -92,7 +93,7 @@ const agentStatusSchema = z
     activeRequestId: z.string().nullable(),
     queued: z.array(z.string()),
     pendingPermissions: z.array(z.string()),
-    plan: z.json().nullable().meta({ description: 'The recovery plan the agent is parked on (needs_recovery).' }),
+    plan: parsedJsonValueSchema.nullable().meta({ description: 'The recovery plan the agent is parked on (needs_recovery).' }),
     message: z.string().nullable(),
   })
   .meta({ id: 'AgentStatus' });

@@ -34,8 +34,7 @@ function unavailable(cause: unknown): DurableEventStoreError {
 }
 
 function checkpointRpc(object: SessionObjectHandle): SessionObjectCheckpointRpc {
-  // SAFETY: the stub forwards every public method of SessionObject, checkpoint ones included.
-  return object as unknown as SessionObjectCheckpointRpc;
+  return object;
 }
 
 /** The checkpoint routes. */

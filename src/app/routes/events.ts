@@ -8,14 +8,17 @@
  * then reads the page as usual.
  */
 import { checkExpectedLastSequence, validateDraftBatch } from '../../core/log-engine.js';
-import type { RpcAppendOptions, RpcReadOptions } from '../../adapters/durable-object/rpc.js';
+import type { RpcAppendOptions, RpcReadOptions, SessionObjectRpc } from '../../adapters/durable-object/rpc.js';
+import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
+import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { DurableAppendResult, DurableReadResult } from '../../core/store.js';
 import { DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
-import type { EventSequence } from '../../protocol/ids.js';
+import { EventSequence, type SessionId } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {
   appendRequestSchema,
+  fenceOf,
   appendResponseSchema,
   executionFenceSchema,
   headResponseSchema,
@@ -57,6 +60,64 @@ function readFailed(cause: unknown): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
 }
 
+/** The body of `GET /events`: a store read page whose `nextCursor` is the encoded cursor. */
+interface ReadResponse extends Omit<DurableReadResult, 'nextCursor'> {
+  nextCursor: string | null;
+}
+
+/** A read's starting point: its sequence and the encoded cursor naming it. */
+interface ReadCursor {
+  sequence: EventSequence;
+  /** The encoded cursor; `undefined` for the sugar form until needed. */
+  text: string | undefined;
+}
+
+/** The encoded cursor of a read's starting point (reads the event for the sugar form). */
+async function cursorText(object: SessionObjectRpc, sessionId: SessionId, from: ReadCursor): Promise<string> {
+  if (from.text !== undefined) return from.text;
+  return encodeDurableEventCursor(durableEventCursor(await eventAt(object, sessionId, from.sequence)));
+}
+
+function invalidCursor(message: string, cause?: unknown): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', message, cause === undefined ? {} : { cause });
+}
+
+/**
+ * Resolves `?after=`: an encoded cursor must name this session and the event that really sits
+ * at its sequence (a cursor from a replaced log is refused); a bare sequence (documented sugar) is
+ * checked by the read itself and turned into the cursor of its event only when the page is
+ * empty, so every page answers an encoded `nextCursor` without an extra read on the common path.
+ */
+async function resolveReadCursor(object: SessionObjectRpc, sessionId: SessionId, text: string): Promise<ReadCursor> {
+  if (/^[0-9]+$/.test(text)) {
+    const sequence = Number(text);
+    if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(sequence)) {
+      throw invalidCursor('after must be an encoded cursor or a sequence >= 1');
+    }
+    // The cursor text is only needed for an empty page (see `cursorText`): no extra read here.
+    return { sequence: EventSequence(sequence), text: undefined };
+  }
+  const cursor = decodeDurableEventCursor(text);
+  if (cursor.sessionId !== sessionId) throw invalidCursor(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
+  const event = await eventAt(object, sessionId, cursor.sequence);
+  if (event.eventId !== cursor.eventId) {
+    throw invalidCursor(`event ${cursor.sequence} is no longer ${cursor.eventId}: the log was replaced`);
+  }
+  return { sequence: cursor.sequence, text };
+}
+
+/** The stored event at `sequence`; `DURABLE_EVENT_INVALID_CURSOR` when it is past the head. */
+async function eventAt(object: SessionObjectRpc, sessionId: SessionId, sequence: EventSequence): Promise<DurableEventEnvelope> {
+  const options: RpcReadOptions = { limit: 1 };
+  if (sequence > 1) options.after = EventSequence(sequence - 1);
+  const page = await callObject(() => object.read(sessionId, options), readFailed);
+  const event = page.events[0];
+  if (event === undefined || event.sequence !== sequence) {
+    throw invalidCursor(`after (sequence ${sequence}) is ahead of the head ${page.headSequence ?? 'null'}`);
+  }
+  return event;
+}
+
 /** The event routes. */
 export function eventRoutes(): RouteDefinition[] {
   return [
@@ -86,7 +147,7 @@ export function eventRoutes(): RouteDefinition[] {
       async handle({ sessionId, object, body }): Promise<DurableAppendResult> {
         const options: RpcAppendOptions = {};
         if (body.expectedLastSequence !== undefined) options.expectedLastSequence = body.expectedLastSequence;
-        if (body.executionFence !== undefined) options.executionFence = body.executionFence;
+        if (body.executionFence !== undefined) options.executionFence = fenceOf(body.executionFence);
         return callObject(() => object.append(sessionId, body.events, options), writeOutcomeUnknown);
       },
     }),
@@ -96,15 +157,16 @@ export function eventRoutes(): RouteDefinition[] {
       operationId: 'readEvents',
       summary: 'Read one page of events after a cursor',
       description:
-        '`after` is exclusive and must not be ahead of the head. With `waitMs`, the call waits (long poll) until an event after `after` exists or the time is up, then answers with the page (possibly empty).',
+        '`after` (exclusive) is the encoded cursor of the last event seen (a bare sequence is accepted as sugar) and must name an event of this log. With `waitMs`, the call waits (long poll) until an event after `after` exists or the time is up, then answers with the page (possibly empty).',
       tags: ['events'],
       scope: 'read',
       query: readQuerySchema,
       queryErrorCode: (key) => (key === 'after' ? 'DURABLE_EVENT_INVALID_CURSOR' : 'DURABLE_EVENT_INVALID_INPUT'),
       response: { schema: readResponseSchema, description: 'One page.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_INVALID_CURSOR', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ sessionId, object, query }): Promise<DurableReadResult> {
-        const after = query.after as EventSequence | undefined;
+      async handle({ sessionId, object, query }): Promise<ReadResponse> {
+        const from = query.after === undefined ? undefined : await resolveReadCursor(object, sessionId, query.after);
+        const after = from?.sequence;
         if (query.waitMs !== undefined && query.waitMs > 0) {
           const waitMs = query.waitMs;
           await callObject(() => object.waitForEvents(sessionId, after ?? null, waitMs), readFailed);
@@ -112,7 +174,15 @@ export function eventRoutes(): RouteDefinition[] {
         const options: RpcReadOptions = {};
         if (after !== undefined) options.after = after;
         if (query.limit !== undefined) options.limit = query.limit;
-        return callObject(() => object.read(sessionId, options), readFailed);
+        const page = await callObject(() => object.read(sessionId, options), readFailed);
+        const last = page.events[page.events.length - 1];
+        const nextCursor =
+          last !== undefined
+            ? encodeDurableEventCursor(durableEventCursor(last))
+            : from === undefined
+              ? null
+              : await cursorText(object, sessionId, from);
+        return { events: page.events, nextCursor, headSequence: page.headSequence, hasMore: page.hasMore };
       },
     }),
     defineSessionRoute({

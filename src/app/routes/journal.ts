@@ -15,7 +15,8 @@ import { DurableCommandOutcomeUnknownError, DurableEventStoreError, DurableExecu
 import type { CommandId } from '../../protocol/ids.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { executionFenceSchema } from '../schemas.js';
+import type { z } from 'zod';
+import { executionFenceSchema, fenceOf } from '../schemas.js';
 import { commandOf, commandRequestSchema, commandResponseSchema, projectionResponseSchema } from '../schemas-recovery.js';
 import { callObject } from '../session-rpc.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
@@ -48,8 +49,8 @@ export function withoutFence(raw: unknown): unknown {
 }
 
 /** The call options carrying a body's fence. */
-export function fenceOptions(fence: RpcJournalCallOptions['executionFence']): RpcJournalCallOptions {
-  return fence === undefined ? {} : { executionFence: fence };
+export function fenceOptions(fence: z.output<typeof executionFenceSchema> | undefined): RpcJournalCallOptions {
+  return fence === undefined ? {} : { executionFence: fenceOf(fence) };
 }
 
 /** The journal routes. */

@@ -16,6 +16,7 @@ import {
   leaseRecordSchema,
   leaseRenewRequestSchema,
   okResponseSchema,
+  fenceOf,
 } from '../schemas.js';
 import { callObject } from '../session-rpc.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
@@ -70,7 +71,7 @@ export function leaseRoutes(): RouteDefinition[] {
       errors: ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_INVALID', 'DURABLE_EXECUTION_LEASE_TIMEOUT'],
       async handle({ sessionId, object, body }): Promise<DurableExecutionLeaseRecord> {
         return callObject(
-          () => object.renewExecutionLease(sessionId, body.fence, { ttlMs: body.ttlMs }),
+          () => object.renewExecutionLease(sessionId, fenceOf(body.fence), { ttlMs: body.ttlMs }),
           leaseOutcomeUnknown(body.fence.leaseId),
         );
       },
@@ -87,7 +88,7 @@ export function leaseRoutes(): RouteDefinition[] {
       response: { schema: okResponseSchema, description: 'Released.' },
       errors: ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_INVALID', 'DURABLE_EXECUTION_LEASE_TIMEOUT'],
       async handle({ sessionId, object, body }) {
-        await callObject(() => object.releaseExecutionLease(sessionId, body.fence), leaseOutcomeUnknown(body.fence.leaseId));
+        await callObject(() => object.releaseExecutionLease(sessionId, fenceOf(body.fence)), leaseOutcomeUnknown(body.fence.leaseId));
         return { ok: true as const };
       },
     }),
@@ -103,7 +104,7 @@ export function leaseRoutes(): RouteDefinition[] {
       response: { schema: okResponseSchema, description: 'The fence is current.' },
       errors: ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_REQUIRED', 'DURABLE_EXECUTION_LEASE_INVALID'],
       async handle({ sessionId, object, body }) {
-        await callObject(() => object.assertExecutionLease(sessionId, body.fence), leaseOutcomeUnknown(body.fence.leaseId));
+        await callObject(() => object.assertExecutionLease(sessionId, fenceOf(body.fence)), leaseOutcomeUnknown(body.fence.leaseId));
         return { ok: true as const };
       },
     }),

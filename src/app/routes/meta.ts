@@ -52,7 +52,7 @@ function renderDocs(document: OpenApiDocument): string {
 <body>
 <h1>${escapeHtml(document.info.title)} <small>${escapeHtml(document.info.version)}</small></h1>
 <p>${escapeHtml(document.info.description ?? '')}</p>
-<p>Machine-readable: <code>GET /v1/openapi.json</code> (needs a bearer token). Errors are <code>application/problem+json</code> with a domain <code>code</code>.</p>
+<p>Machine-readable: <code>GET /v1/openapi.json</code> (public, like this page). Errors are <code>application/problem+json</code> with a domain <code>code</code>.</p>
 <table>
 <thead><tr><th>Method</th><th>Path</th><th>Summary</th><th>Access</th></tr></thead>
 <tbody>
@@ -92,10 +92,13 @@ export function metaRoutes(allRoutes: () => readonly RouteSpec[]): RouteDefiniti
       method: 'get',
       path: HTTP_PATHS.openapi,
       operationId: 'openapi',
-      summary: 'This OpenAPI 3.1 document',
+      summary: 'This OpenAPI 3.1 document (public, so tools can read it)',
       tags: ['meta'],
-      access: { kind: 'authenticated' },
-      response: { schema: z.record(z.string(), z.unknown()), description: 'The OpenAPI document.' },
+      access: { kind: 'public' },
+      response: {
+        schema: z.looseObject({ openapi: z.literal('3.1.0'), info: z.looseObject({ title: z.string(), version: z.string() }), paths: z.record(z.string(), z.unknown()) }).meta({ id: 'OpenApiDocument' }),
+        description: 'The OpenAPI document.',
+      },
       errors: [],
       handle(): OpenApiDocument {
         return document();

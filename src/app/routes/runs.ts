@@ -24,21 +24,26 @@ import { checkDurabilityKey } from '../../core/durability/ledger-engine.js';
 import type { DurabilityReadResult } from '../../core/durability/ledger-contract.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
+import { parsedJsonValueSchema } from '../../protocol/json.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition, type SessionRouteInput } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
-const idSchema = z.custom<string>((value) => isValidId(value), {
-  error: `must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
-});
+const idSchema = z
+  .string()
+  .min(1)
+  .max(MAX_ID_LENGTH)
+  .refine((value) => isValidId(value), {
+    error: `must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
+  });
 
 const toolCallRequestSchema = z
   .strictObject({
     agent: idSchema,
     toolName: idSchema,
     toolCallId: idSchema.meta({ description: 'Stable id of the call: a replay finds its records under it.' }),
-    input: z.json().optional().meta({ description: 'The tool input (lossless JSON; default null).' }),
+    input: parsedJsonValueSchema.optional().meta({ description: 'The tool input (lossless JSON; default null).' }),
   })
   .meta({ id: 'ToolCallRequest' });
 
@@ -52,7 +57,7 @@ const deliveryRequestSchema = z
   .strictObject({
     key: idSchema.meta({ description: 'The `waitFor` key.' }),
     deliveryId: idSchema.meta({ description: 'Idempotency key of the delivery within the session.' }),
-    payload: z.json().meta({ description: 'Lossless JSON handed to the waiter.' }),
+    payload: parsedJsonValueSchema.meta({ description: 'Lossless JSON handed to the waiter.' }),
   })
   .meta({ id: 'DeliveryRequest' });
 
@@ -77,8 +82,8 @@ const runStateSchema = z
         status: toolRunStatusSchema,
         attempts: z.number().int(),
         live: z.boolean(),
-        result: z.json().optional(),
-        error: z.json().optional(),
+        result: parsedJsonValueSchema.optional(),
+        error: parsedJsonValueSchema.optional(),
       }),
     ),
   })

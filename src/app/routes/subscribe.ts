@@ -36,6 +36,11 @@ function offeredSubprotocols(request: Request): string[] {
   return header === null ? [] : header.split(',').map((entry) => entry.trim());
 }
 
+/** A Workers Response: it may carry the server end of a WebSocket. */
+type WorkersResponse = Response & { webSocket?: unknown };
+/** A Workers ResponseInit: it may hand over a WebSocket. */
+type WorkersResponseInit = ResponseInit & { webSocket?: unknown };
+
 /** The subscribe route. */
 export function subscribeRoutes(): RouteDefinition[] {
   return [
@@ -75,15 +80,18 @@ export function subscribeRoutes(): RouteDefinition[] {
           target.searchParams.set('sessionId', sessionId);
           if (cursor !== undefined && query.after !== undefined) target.searchParams.set('after', query.after);
           const upgrade = await object.fetch(new Request(target, { headers: { Upgrade: 'websocket' } }));
-          const socket = upgrade.webSocket;
+          // Workers extend Response with `webSocket`; typed structurally so this module also
+          // type-checks in the Node program (the route-table script reads the declarations there).
+          const socket = (upgrade as WorkersResponse).webSocket;
           if (socket === null || socket === undefined || !offeredSubprotocols(request).includes(LEDGER_SUBPROTOCOL)) {
             return upgrade;
           }
-          return new Response(null, {
+          const init: WorkersResponseInit = {
             status: upgrade.status,
             webSocket: socket,
             headers: { 'sec-websocket-protocol': LEDGER_SUBPROTOCOL },
-          });
+          };
+          return new Response(null, init);
         }
         if ((request.headers.get('accept') ?? '').includes('text/event-stream')) {
           const lastEventId = request.headers.get('last-event-id');

@@ -177,12 +177,12 @@ export class SessionAgentHost {
       (frame) => deps.broadcast(frame),
       () => this.#armed,
     );
-    const driver = deps.store.ledger.driver;
+    const driver = deps.store.eventLog.driver;
     for (const statement of SCHEMA) driver.exec(statement);
   }
 
   get #driver() {
-    return this.#deps.store.ledger.driver;
+    return this.#deps.store.eventLog.driver;
   }
 
   /** The owner's mount, or `undefined` when the object runs no agent. */
@@ -588,7 +588,7 @@ export class SessionAgentHost {
     };
     this.#state = 'running';
     try {
-      const empty = this.#deps.store.ledger.getHeadSequence(sessionId) === null;
+      const empty = this.#deps.store.eventLog.getHeadSequence(sessionId) === null;
       const session = empty
         ? await createSession(options)
         : await resumeSession({ ...options, recoveryPolicy: mount.recoveryPolicy ?? EDGE_RECOVERY_POLICY });
@@ -629,11 +629,11 @@ export class SessionAgentHost {
    * earlier instance's commits can never land. Leases of other owners are left alone.
    */
   #takeOverLease(sessionId: SessionId): void {
-    const ledger = this.#deps.store.ledger;
-    const lease = ledger.inspectExecutionLease(sessionId);
+    const eventLog = this.#deps.store.eventLog;
+    const lease = eventLog.inspectExecutionLease(sessionId);
     if (lease === null || lease.released || lease.expiresAtMs <= Date.now()) return;
     if (!lease.ownerId.startsWith(OBJECT_LEASE_OWNER_PREFIX) || lease.ownerId === this.#ownerId) return;
-    ledger.releaseExecutionLease(sessionId, { leaseId: lease.leaseId, ownerId: lease.ownerId, fencingToken: lease.fencingToken });
+    eventLog.releaseExecutionLease(sessionId, { leaseId: lease.leaseId, ownerId: lease.ownerId, fencingToken: lease.fencingToken });
   }
 
   async #askPermission(request: SessionPermissionRequest): Promise<SessionPermissionDecision> {

@@ -93,7 +93,7 @@ export class SessionDurability {
 
   constructor(host: DurabilityHost) {
     this.#host = host;
-    const driver = host.store.ledger.driver;
+    const driver = host.store.eventLog.driver;
     this.timers = new TimerTable(driver, host.ctx.storage);
     this.runs = new ToolRunTable(driver);
   }
@@ -164,7 +164,7 @@ export class SessionDurability {
       throw invalidInput(`no tool ${JSON.stringify(toolName)} is mounted on agent ${JSON.stringify(agent)} in this session object`);
     }
     const scope = toolCallScope(runId, toolName, toolCallId);
-    const { run, created } = this.#host.store.ledger.driver.transaction(() => {
+    const { run, created } = this.#host.store.eventLog.driver.transaction(() => {
       const existing = this.runs.get(sessionId, scope);
       if (existing === undefined) {
         const inputJson = JSON.stringify(value);

@@ -182,9 +182,9 @@ export class SessionJournalHost {
 
   /** Step 1 of the module header: checks the lease and picks the slot of the fence. */
   #gate(sessionId: SessionId, fence: unknown): Slot {
-    const ledger = this.#store.ledger;
+    const eventLog = this.#store.eventLog;
     if (fence === undefined) {
-      if (ledger.requiresExecutionLease(sessionId)) {
+      if (eventLog.requiresExecutionLease(sessionId)) {
         throw new DurableExecutionLeaseError(
           'DURABLE_EXECUTION_LEASE_REQUIRED',
           `session ${sessionId} has execution lease state; journal commands and recovery operations must carry the current lease fence`,
@@ -195,7 +195,7 @@ export class SessionJournalHost {
     // SAFETY: assertExecutionLease validates the shape at run time (DURABLE_EXECUTION_LEASE_INVALID).
     const claimed = fence as DurableExecutionFence;
     try {
-      ledger.assertExecutionLease(sessionId, claimed);
+      eventLog.assertExecutionLease(sessionId, claimed);
     } catch (error) {
       // A lost fence never comes back: forget its cached pair (a lost fence has a valid shape).
       if (isDurableError(error) && error.code === 'DURABLE_EXECUTION_LEASE_LOST' && this.#fenced?.key === fenceKey(claimed)) {

@@ -2,7 +2,7 @@
  * SessionObject: the Durable Object that owns one session's ledger.
  *
  * One object per session (`idFromName(sessionId)`), SQLite-backed. Its storage holds the event
- * log and the execution lease in the shared SQL schema, driven by the same `SqlLedger` the Node
+ * log and the execution lease in the shared SQL schema, driven by the same `SqlEventLog` the Node
  * SQLite store uses, so compare-and-append and fence checks run inside one `transactionSync` (or
  * inside the one INSERT statement that is the whole write, see `singleWriter`). The object is the
  * session's single writer, so its ledger remembers the head and lease between calls; the
@@ -17,7 +17,7 @@
  *   hibernatable sockets (see `sockets.ts`); `ping` is answered by the runtime.
  * - After every committed append, whatever ran it (an RPC append, or later code running inside
  *   the object over `this.store`), `afterCommit` pushes the events to sockets and settles long
- *   polls. Subclasses and later features add methods that use `this.store` / `this.ledger`.
+ *   polls. Subclasses and later features add methods that use `this.store` / `this.eventLog`.
  * - Durable tool calls (`durability.ts`): a subclass mounts agents by overriding
  *   `agents()`; `startToolCall` runs a tool inside the object, `step` / `sleep` / `waitFor` write
  *   the session's durability ledger, and the object's alarm — shared through the `timers` table
@@ -48,7 +48,7 @@ import type {
 import { appendReceiptOf } from '../append-receipt.js';
 import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../../../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../storage-sql-driver.js';
-import type { SqlLedger, SqlStoreTestHooks } from '../../sql/sql-ledger.js';
+import type { SqlEventLog, SqlStoreTestHooks } from '../../sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../../sql/sql-store.js';
 import type {
   DurabilityReadResult,
@@ -67,6 +67,8 @@ import type { DurableEventDraft, DurableEventEnvelope } from '../../../protocol/
 import type { EventSequence, SessionId } from '../../../protocol/ids.js';
 import type { JsonValue } from '../../../protocol/json.js';
 import { SessionDurability } from './durability.js';
+import { OBJECT_SCHEMA } from './schema.js';
+import { migrateSqlSchema } from '../../sql/schema.js';
 import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './outcomes.js';
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
 import { HeadWaiters, isPast } from './waiters.js';
@@ -173,7 +175,10 @@ export class SessionObject
       testHooks: { beforeCommit: (sessionId) => SessionObject.testHooks?.beforeCommit?.(sessionId) },
       onDurabilityCreateWithin: (record) => this.#durability.withinCreate(record),
     });
-    this.#sockets = new SessionSockets(ctx, this.#store.ledger);
+    // The object's own tables (timers, tool runs), through the event log's driver so a failure
+    // is seen by its single-writer memory.
+    migrateSqlSchema(this.#store.eventLog.driver, OBJECT_SCHEMA);
+    this.#sockets = new SessionSockets(ctx, this.#store.eventLog);
     this.#durability = new SessionDurability({
       ctx,
       store: this.#store,
@@ -191,7 +196,7 @@ export class SessionObject
       pendingPermissions: async (sessionId) =>
         (await this.#journalHost().projection(sessionId)).recoveryPlan.pendingPermissions.map((p) => p.permissionRequestId),
     });
-    this.#store.ledger.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
+    this.#store.eventLog.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
     this.#store.durability.onCreated((record) => this.#durability.afterCreate(record));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(SUBSCRIBER_PING, SUBSCRIBER_PONG));
     // After the subclass constructor finished (agents() may use its fields): re-arm the alarm and
@@ -275,8 +280,8 @@ export class SessionObject
   }
 
   /** The synchronous core of {@link SessionObject.store}. */
-  protected get ledger(): SqlLedger {
-    return this.#store.ledger;
+  protected get eventLog(): SqlEventLog {
+    return this.#store.eventLog;
   }
 
   /**
@@ -286,7 +291,7 @@ export class SessionObject
   protected bindSession(sessionId: unknown): SessionId {
     const id = checkSessionId(sessionId);
     if (this.#sessionId === null) {
-      const driver = this.ledger.driver;
+      const driver = this.eventLog.driver;
       this.#sessionId = driver.transaction(() => {
         const rows = driver.query<{ value: string }>('SELECT value FROM ledger_meta WHERE key = ?', SESSION_KEY);
         const stored = rows[0]?.value;
@@ -304,7 +309,7 @@ export class SessionObject
   /** The session stored by an earlier {@link SessionObject.bindSession}, if any. */
   #storedSession(): SessionId | null {
     if (this.#sessionId !== null) return this.#sessionId;
-    const stored = this.ledger.driver.query<{ value: string }>('SELECT value FROM ledger_meta WHERE key = ?', SESSION_KEY)[0]?.value;
+    const stored = this.eventLog.driver.query<{ value: string }>('SELECT value FROM ledger_meta WHERE key = ?', SESSION_KEY)[0]?.value;
     return stored === undefined ? null : this.bindSession(stored);
   }
 
@@ -338,12 +343,12 @@ export class SessionObject
     drafts: readonly DurableEventDraft[],
     options?: RpcAppendOptions,
   ): Promise<RpcResult<DurableAppendResult>> {
-    return toRpcResult(() => this.ledger.append(this.bindSession(sessionId), drafts, appendOptions(options)));
+    return toRpcResult(() => this.eventLog.append(this.bindSession(sessionId), drafts, appendOptions(options)));
   }
 
   async appendJson(sessionId: string, draftsJson: string, options?: RpcAppendOptions): Promise<RpcResult<RpcAppendReceipt>> {
     return toRpcResult(() =>
-      appendReceiptOf(this.ledger.appendJson(this.bindSession(sessionId), draftsJson, appendOptions(options))),
+      appendReceiptOf(this.eventLog.appendJson(this.bindSession(sessionId), draftsJson, appendOptions(options))),
     );
   }
 
@@ -353,12 +358,12 @@ export class SessionObject
       if (options !== undefined && (typeof options !== 'object' || options === null)) {
         throw invalidInput('read options must be an object');
       }
-      return this.ledger.read(id, { after: options?.after, limit: options?.limit, maxBytes: options?.maxBytes });
+      return this.eventLog.read(id, { after: options?.after, limit: options?.limit, maxBytes: options?.maxBytes });
     });
   }
 
   async getHeadSequence(sessionId: string): Promise<RpcResult<EventSequence | null>> {
-    return toRpcResult(() => this.ledger.getHeadSequence(this.bindSession(sessionId)));
+    return toRpcResult(() => this.eventLog.getHeadSequence(this.bindSession(sessionId)));
   }
 
   async waitForEvents(sessionId: string, after: number | null, waitMs: number): Promise<RpcResult<RpcWaitResult>> {
@@ -370,14 +375,14 @@ export class SessionObject
       if (typeof waitMs !== 'number' || !Number.isSafeInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_FOR_EVENTS_MS) {
         throw invalidInput(`waitMs must be an integer in 0..${MAX_WAIT_FOR_EVENTS_MS}`);
       }
-      const head = this.ledger.getHeadSequence(id);
+      const head = this.eventLog.getHeadSequence(id);
       if (after !== null && (head === null || after > head)) {
         throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', `cursor ${after} is ahead of the head ${String(head)}`, {
           details: { after, headSequence: head },
         });
       }
       if (isPast(head, after) || waitMs === 0) return { headSequence: head };
-      const settled = await this.#waiters.wait(after, waitMs, () => this.ledger.getHeadSequence(id));
+      const settled = await this.#waiters.wait(after, waitMs, () => this.eventLog.getHeadSequence(id));
       return { headSequence: settled };
     });
   }
@@ -390,7 +395,7 @@ export class SessionObject
       const id = this.bindSession(sessionId);
       const request = typeof options === 'object' && options !== null ? options : ({} as Partial<RpcLeaseAcquireOptions>);
       // SAFETY: the log engine validates ownerId, leaseId and ttlMs at run time.
-      return this.ledger.acquireExecutionLease(id, request as RpcLeaseAcquireOptions);
+      return this.eventLog.acquireExecutionLease(id, request as RpcLeaseAcquireOptions);
     });
   }
 
@@ -403,13 +408,13 @@ export class SessionObject
       const id = this.bindSession(sessionId);
       const ttlMs = typeof options === 'object' && options !== null ? options.ttlMs : undefined;
       // SAFETY: the log engine validates the TTL at run time (an undefined TTL is refused).
-      return this.ledger.renewExecutionLease(id, fence, ttlMs as number);
+      return this.eventLog.renewExecutionLease(id, fence, ttlMs as number);
     });
   }
 
   async releaseExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>> {
     return toRpcResult(() => {
-      this.ledger.releaseExecutionLease(this.bindSession(sessionId), fence);
+      this.eventLog.releaseExecutionLease(this.bindSession(sessionId), fence);
       // A parked agent may be able to go on now (its operator finished a recovery under the lease).
       this.#agent.afterRecovery();
       return null;
@@ -418,17 +423,17 @@ export class SessionObject
 
   async assertExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>> {
     return toRpcResult(() => {
-      this.ledger.assertExecutionLease(this.bindSession(sessionId), fence);
+      this.eventLog.assertExecutionLease(this.bindSession(sessionId), fence);
       return null;
     });
   }
 
   async inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>> {
-    return toRpcResult(() => this.ledger.inspectExecutionLease(this.bindSession(sessionId)));
+    return toRpcResult(() => this.eventLog.inspectExecutionLease(this.bindSession(sessionId)));
   }
 
   async requiresExecutionLease(sessionId: string): Promise<RpcResult<boolean>> {
-    return toRpcResult(() => this.ledger.requiresExecutionLease(this.bindSession(sessionId)));
+    return toRpcResult(() => this.eventLog.requiresExecutionLease(this.bindSession(sessionId)));
   }
 
   // ---- RPC: the durability ledger and durable tool calls -------------------------------------

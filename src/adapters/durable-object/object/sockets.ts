@@ -21,7 +21,7 @@
  * this object is the only writer, but a wrong attachment must not skip events) is first caught up
  * from the log. Sending never waits: a socket whose send throws is closed and dropped.
  */
-import type { SqlLedger } from '../../sql/sql-ledger.js';
+import type { SqlEventLog } from '../../sql/sql-event-log.js';
 import { SUBSCRIBER_REPLAY_PAGE_SIZE } from '../socket-protocol.js';
 import { SUBSCRIBER_POLICY_CLOSE_CODE, type SubscriberMessage } from '../../../protocol/frames.js';
 import { DurableError, DurableEventSubscriptionError } from '../../../protocol/errors.js';
@@ -67,13 +67,13 @@ function describe(error: unknown): { code: string; message: string } {
 /** Subscriber sockets of one session object. */
 export class SessionSockets {
   readonly #ctx: DurableObjectState;
-  readonly #ledger: SqlLedger;
+  readonly #eventLog: SqlEventLog;
   /** In-memory copy of each socket's attachment (rebuilt from the attachment after hibernation). */
   readonly #cursors = new WeakMap<WebSocket, SocketCursor>();
 
-  constructor(ctx: DurableObjectState, ledger: SqlLedger) {
+  constructor(ctx: DurableObjectState, ledger: SqlEventLog) {
     this.#ctx = ctx;
-    this.#ledger = ledger;
+    this.#eventLog = ledger;
   }
 
   /**
@@ -119,14 +119,14 @@ export class SessionSockets {
     if (cursor.sessionId !== sessionId) {
       throw new DurableEventSubscriptionError(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
     }
-    const head = this.#ledger.getHeadSequence(sessionId);
+    const head = this.#eventLog.getHeadSequence(sessionId);
     if (head === null || cursor.sequence > head) {
       throw new DurableEventSubscriptionError(
         `the cursor (sequence ${cursor.sequence}) is ahead of the head ${String(head)}`,
         { details: { sequence: cursor.sequence, headSequence: head } },
       );
     }
-    const page = this.#ledger.read(sessionId, {
+    const page = this.#eventLog.read(sessionId, {
       after: cursor.sequence === 1 ? undefined : EventSequence(cursor.sequence - 1),
       limit: 1,
     });
@@ -144,7 +144,7 @@ export class SessionSockets {
   #replay(ws: WebSocket, sessionId: SessionId, cursor: SocketCursor): SocketCursor {
     let position = cursor;
     for (;;) {
-      const page = this.#ledger.read(sessionId, {
+      const page = this.#eventLog.read(sessionId, {
         after: position.cursorSequence === null ? undefined : EventSequence(position.cursorSequence),
         limit: SUBSCRIBER_REPLAY_PAGE_SIZE,
       });

@@ -23,7 +23,7 @@ import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { EventSequence, SessionId } from '../../../protocol/ids.js';
 import { migrateSqlSchema } from '../../sql/schema.js';
 import { SqlDurableEventStore } from '../../sql/sql-store.js';
-import type { SqlStoreTestHooks } from '../../sql/sql-ledger.js';
+import type { SqlStoreTestHooks } from '../../sql/sql-event-log.js';
 import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
 import { loadBetterSqlite3, type BetterSqlite3Constructor } from './load-better-sqlite3.js';
 
@@ -175,7 +175,7 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
 
   #headOrNull(sessionId: SessionId): EventSequence | null {
     try {
-      return this.ledger.getHeadSequence(sessionId);
+      return this.eventLog.getHeadSequence(sessionId);
     } catch {
       return null;
     }

@@ -1,25 +1,25 @@
 /**
- * What a single-writer `SqlLedger` remembers between calls, and how it forgets.
+ * What a single-writer `SqlEventLog` remembers between calls, and how it forgets.
  *
- * A Durable Object's storage has one writer, the object itself, so once the ledger has read (or
+ * A Durable Object's storage has one writer, the object itself, so once the event log has read (or
  * committed) a session's key, head and lease state it can keep them instead of reading them in
  * every transaction. Memory must never be ahead of the database:
  * 1. values are remembered only after the transaction that read or wrote them returned;
- * 2. {@link ForgetOnRollbackDriver} wraps the ledger's driver, and a transaction that throws
+ * 2. {@link ForgetOnRollbackDriver} wraps the event log's driver, and a transaction that throws
  *    (rolled back, perhaps after writes memory already saw, e.g. an append nested in an outer
- *    transaction) makes the ledger forget everything; every transaction around ledger calls must
- *    therefore go through `ledger.driver`;
+ *    transaction) makes the event log forget everything; every transaction around event-log calls must
+ *    therefore go through `eventLog.driver`;
  * 3. memory is bounded ({@link MAX_REMEMBERED_SESSIONS}); past it, it starts over.
  */
 import type { LeaseState } from '../../core/log-engine.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import type { SqlDriver, SqlValue } from './driver.js';
 
-/** Sessions a single-writer ledger remembers before it starts over. */
+/** Sessions a single-writer event log remembers before it starts over. */
 export const MAX_REMEMBERED_SESSIONS = 1024;
 
 /** Per session: its key in `session_keys`, its head, its lease state (absent: unknown, read it). */
-export class LedgerMemory {
+export class EventLogMemory {
   readonly keys = new Map<SessionId, number>();
   readonly heads = new Map<SessionId, EventSequence | null>();
   readonly leases = new Map<SessionId, LeaseState | null>();
@@ -43,14 +43,14 @@ export class LedgerMemory {
 }
 
 /**
- * The single-writer ledger's view of its driver: every call passes through, and a transaction
- * that throws (so it rolled back) makes the ledger forget what it remembered.
+ * The single-writer event log's view of its driver: every call passes through, and a transaction
+ * that throws (so it rolled back) makes the event log forget what it remembered.
  */
 export class ForgetOnRollbackDriver implements SqlDriver {
   readonly #inner: SqlDriver;
-  readonly #memory: LedgerMemory;
+  readonly #memory: EventLogMemory;
 
-  constructor(inner: SqlDriver, memory: LedgerMemory) {
+  constructor(inner: SqlDriver, memory: EventLogMemory) {
     this.#inner = inner;
     this.#memory = memory;
   }

@@ -1,5 +1,5 @@
 /**
- * SqlLedger: the store contract as synchronous calls over a {@link SqlDriver}.
+ * SqlEventLog: the store contract as synchronous calls over a {@link SqlDriver}.
  *
  * Every mutation is one synchronous `driver.transaction`:
  * 1. read the session's head (the largest position of its range, see `event-rows.ts`) and its
@@ -13,7 +13,7 @@
  * returned.
  *
  * With `singleWriter` (a Durable Object, whose storage only its own thread writes), step 1 reads
- * the key, head and lease from memory once they are known (`ledger-memory.ts`), and an append
+ * the key, head and lease from memory once they are known (`event-log-memory.ts`), and an append
  * that is then a single INSERT statement runs as that statement alone: one SQLite statement is
  * atomic by itself, and nothing else writes. Memory is forgotten whenever a write fails. A stale
  * head could not even corrupt the log silently: a position already taken is refused by the
@@ -66,7 +66,7 @@ import {
   readHeadRow,
   type EventRow,
 } from './event-rows.js';
-import { ForgetOnRollbackDriver, LedgerMemory } from './ledger-memory.js';
+import { ForgetOnRollbackDriver, EventLogMemory } from './event-log-memory.js';
 import { migrateSqlSchema } from './schema.js';
 
 /** Test-only fault injection: `beforeCommit` runs inside the transaction, before any row is written; throwing aborts it. */
@@ -78,19 +78,19 @@ export interface SqlCommit {
   result: DurableAppendResult;
 }
 
-/** Options of {@link SqlLedger}. */
-export interface SqlLedgerOptions {
+/** Options of {@link SqlEventLog}. */
+export interface SqlEventLogOptions {
   /** Clock in epoch milliseconds for `recordedAt` and lease expiry (default `Date.now`). */
   clock?: () => number;
   /** Test-only fault injection. */
   testHooks?: SqlStoreTestHooks;
   /**
-   * True when this ledger's connection is the only writer of the database, as in a Durable
+   * True when this event log's connection is the only writer of the database, as in a Durable
    * Object: each session's key, head and lease state are then kept in memory between calls
    * instead of being read in every transaction (forgotten after any failed write). Leave it off
    * (the default) whenever another connection or process may write the same database, as with a
    * better-sqlite3 file: memory would miss their writes. In single-writer mode, every transaction
-   * that wraps a ledger call must go through `ledger.driver`, so that its failure is seen.
+   * that wraps a event log call must go through `eventLog.driver`, so that its failure is seen.
    */
   singleWriter?: boolean;
 }
@@ -123,23 +123,23 @@ function guard<T>(code: 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_READ_FAILE
  * Used directly by code that runs next to the database (the Durable Object); everything else
  * uses the async {@link SqlDurableEventStore} wrapper.
  */
-export class SqlLedger {
+export class SqlEventLog {
   /**
-   * The connection. In single-writer mode it is a wrapper that makes the ledger forget what it
+   * The connection. In single-writer mode it is a wrapper that makes the event log forget what it
    * remembered whenever one of its transactions fails; run every transaction through it.
    */
   readonly driver: SqlDriver;
   readonly #clock: () => number;
   readonly #hooks: SqlStoreTestHooks;
   readonly #commitListeners = new Set<(commit: SqlCommit) => void>();
-  /** What a single-writer ledger remembers (`undefined`: it reads everything every time). */
-  readonly #memory: LedgerMemory | undefined;
+  /** What a single-writer event log remembers (`undefined`: it reads everything every time). */
+  readonly #memory: EventLogMemory | undefined;
 
-  constructor(driver: SqlDriver, options: SqlLedgerOptions = {}) {
+  constructor(driver: SqlDriver, options: SqlEventLogOptions = {}) {
     this.#clock = options.clock ?? Date.now;
     this.#hooks = options.testHooks ?? {};
     if (options.singleWriter === true) {
-      this.#memory = new LedgerMemory();
+      this.#memory = new EventLogMemory();
       this.driver = new ForgetOnRollbackDriver(driver, this.#memory);
     } else {
       this.#memory = undefined;
@@ -148,12 +148,12 @@ export class SqlLedger {
     guard('DURABLE_EVENT_WRITE_FAILED', () => migrateSqlSchema(this.driver));
   }
 
-  /** True when this ledger remembers keys, heads and lease states between calls. */
+  /** True when this event log remembers keys, heads and lease states between calls. */
   get singleWriter(): boolean {
     return this.#memory !== undefined;
   }
 
-  /** The ledger's clock, in epoch milliseconds. */
+  /** The event log's clock, in epoch milliseconds. */
   now(): number {
     return this.#clock();
   }
@@ -221,7 +221,7 @@ export class SqlLedger {
   }
 
   /**
-   * {@link SqlLedger.append} of a batch sent as JSON text (an array of drafts), as it arrives over
+   * {@link SqlEventLog.append} of a batch sent as JSON text (an array of drafts), as it arrives over
    * RPC: parsing it here lets validation skip what `JSON.parse` output cannot contain.
    */
   appendJson(sessionId: SessionId, draftsJson: string, options?: DurableAppendOptions): DurableAppendResult {

@@ -13,7 +13,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlite3-driver.js';
 import type { SqlDriver, SqlValue } from '../../src/adapters/sql/driver.js';
 import { MAX_ROWS_PER_INSERT, MAX_SEQUENCE } from '../../src/adapters/sql/event-rows.js';
-import { SqlLedger } from '../../src/adapters/sql/sql-ledger.js';
+import { SqlEventLog } from '../../src/adapters/sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../../src/adapters/sql/sql-store.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
@@ -102,10 +102,10 @@ describe('a single-writer SQL store', () => {
   });
 });
 
-describe('SqlLedger memory', () => {
+describe('SqlEventLog memory', () => {
   it('appends with a single INSERT once the session is known', () => {
     const { driver } = open();
-    const ledger = new SqlLedger(driver, { singleWriter: true });
+    const ledger = new SqlEventLog(driver, { singleWriter: true });
     const sessionId = SessionId('warm');
     ledger.append(sessionId, markers(1, 'first'));
     for (const size of [1, 4, MAX_ROWS_PER_INSERT]) {
@@ -123,7 +123,7 @@ describe('SqlLedger memory', () => {
     }
     expect(ledger.getHeadSequence(sessionId)).toBe(1 + 1 + 4 + MAX_ROWS_PER_INSERT + 3 + MAX_ROWS_PER_INSERT + 1);
     // Without single-writer mode, every append reads the head and lease inside a transaction.
-    const plain = new SqlLedger(driver);
+    const plain = new SqlEventLog(driver);
     driver.statements.length = 0;
     plain.append(sessionId, markers(1, 'plain'));
     expect(driver.statements[0]).toBe('BEGIN');
@@ -133,7 +133,7 @@ describe('SqlLedger memory', () => {
   it('forgets after a failed commit and keeps the sequence contiguous', () => {
     const { driver } = open();
     let fail = false;
-    const ledger = new SqlLedger(driver, {
+    const ledger = new SqlEventLog(driver, {
       singleWriter: true,
       testHooks: {
         beforeCommit: () => {
@@ -154,7 +154,7 @@ describe('SqlLedger memory', () => {
 
   it('forgets what a rolled-back outer transaction wrote', () => {
     const { driver } = open();
-    const ledger = new SqlLedger(driver, { singleWriter: true });
+    const ledger = new SqlEventLog(driver, { singleWriter: true });
     const sessionId = SessionId('outer');
     const fence = { leaseId: 'lease-1', ownerId: WorkerId('w-1'), fencingToken: FencingToken(1) };
     ledger.append(sessionId, markers(2, 'kept'));
