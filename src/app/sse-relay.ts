@@ -15,13 +15,30 @@
  * object) hold an unbounded backlog. EventSource reconnects with `Last-Event-ID` and is replayed
  * from the log, then gets the partial text again. The stream also ends after
  * `SSE_MAX_LIFETIME_MS`, like the long-polling SSE.
+ *
+ * Flow control toward the object: the relay subscribes with `?ack=1` and acknowledges the frames
+ * it wrote into the response while the response's queue is below its bound; when the reader is
+ * slow it withholds the ack until the reader pulls, so the object stops sending (its replay waits
+ * in the log) instead of the relay overflowing. The overflow check above is a safety net at the
+ * bound plus the object's window ({@link SSE_RELAY_OVERFLOW_SLACK_BYTES}).
  */
 import type { SessionId } from '../protocol/ids.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
 import { SSE_MAX_LIFETIME_MS, SSE_RETRY_MS } from './sse.js';
+import {
+  SUBSCRIBER_ACK_PARAM,
+  SUBSCRIBER_PONG,
+  encodeSubscriberAck,
+  frameByteLength,
+} from '../protocol/frames.js';
 
 /** Most unread bytes one relayed SSE response may queue before it is ended. */
 export const SSE_RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
+/**
+ * What the response queue may hold beyond its bound before the relay gives up: the object's
+ * default window (1 MiB) plus one frame of a 1 MiB event, with margin.
+ */
+export const SSE_RELAY_OVERFLOW_SLACK_BYTES = 3 * 1024 * 1024;
 /** WebSocket close code the relay uses toward the object when its reader fell behind. */
 export const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
 
@@ -56,6 +73,7 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
   const target = new URL('https://session-object.internal/subscribe');
   target.searchParams.set('sessionId', options.sessionId);
   if (options.after !== undefined) target.searchParams.set('after', options.after);
+  target.searchParams.set(SUBSCRIBER_ACK_PARAM, '1');
   let upgrade: Response;
   try {
     upgrade = await options.object.fetch(new Request(target, { headers: { Upgrade: 'websocket' } }));
@@ -70,6 +88,18 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
   const encoder = new TextEncoder();
   const limit = options.maxBufferedBytes ?? SSE_RELAY_MAX_BUFFERED_BYTES;
   let open = true;
+  /** Flow control: bytes received from the object, and acknowledged to it. */
+  let received = 0;
+  let acked = 0;
+  const ack = (): void => {
+    if (!open || received === acked) return;
+    try {
+      socket.send(encodeSubscriberAck(received));
+      acked = received;
+    } catch {
+      // Closing.
+    }
+  };
   let lifetime: ReturnType<typeof setTimeout> | undefined;
   const closeSocket = (code: number, reason: string): void => {
     try {
@@ -95,9 +125,10 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
         socket.addEventListener('message', (event) => {
           if (!open) return;
           const text = typeof event.data === 'string' ? event.data : new TextDecoder().decode(event.data as ArrayBuffer);
-          if (text === 'pong') return;
+          if (text === SUBSCRIBER_PONG) return;
+          received += frameByteLength(text);
           const chunk = encoder.encode(sseMessage(text));
-          if ((controller.desiredSize ?? 0) - chunk.byteLength < 0) {
+          if ((controller.desiredSize ?? 0) - chunk.byteLength < -SSE_RELAY_OVERFLOW_SLACK_BYTES) {
             const frame = JSON.stringify({
               type: 'error',
               code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
@@ -109,6 +140,8 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
             return;
           }
           controller.enqueue(chunk);
+          // Written into the response: acknowledge now while there is room, else when the reader pulls.
+          if ((controller.desiredSize ?? 0) > 0) ack();
         });
         socket.addEventListener('close', finish);
         socket.addEventListener('error', finish);
@@ -116,6 +149,9 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
           closeSocket(1000, 'lifetime');
           finish();
         }, options.lifetimeMs ?? SSE_MAX_LIFETIME_MS);
+      },
+      pull() {
+        ack();
       },
       cancel() {
         open = false;
