@@ -71,7 +71,7 @@ import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from 
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
 import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
-import type { SubscriberPacingLimits } from './socket-pacing.js';
+import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
 import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
@@ -551,10 +551,12 @@ export class SessionObject
 
   /**
    * Flow-control bounds of this object's WebSocket subscribers (see `socket-pacing.ts` and
-   * docs/http-api.md). Override to tune; read at each use. Default: `DEFAULT_SUBSCRIBER_PACING`.
+   * docs/http-api.md). Override to tune; read at each use. Default: `DEFAULT_SUBSCRIBER_PACING`,
+   * with the Worker vars `SUBSCRIBER_WINDOW_BYTES`, `SUBSCRIBER_OBJECT_WINDOW_BYTES` and
+   * `SUBSCRIBER_STALL_MS` when set.
    */
   subscriberPacing(): Partial<SubscriberPacingLimits> {
-    return {};
+    return pacingFromEnv(this.env);
   }
 
   override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {

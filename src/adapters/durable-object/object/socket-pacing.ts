@@ -53,6 +53,26 @@ export const DEFAULT_SUBSCRIBER_PACING: Readonly<SubscriberPacingLimits> = Objec
   stallMs: 60_000,
 });
 
+/** Bounds set by the Worker vars `SUBSCRIBER_WINDOW_BYTES`, `SUBSCRIBER_OBJECT_WINDOW_BYTES`, `SUBSCRIBER_STALL_MS`. */
+export function pacingFromEnv(env: unknown): Partial<SubscriberPacingLimits> {
+  if (typeof env !== 'object' || env === null) return {};
+  const vars = env as Record<string, unknown>;
+  const limits: Partial<SubscriberPacingLimits> = {};
+  const read = (name: string): number | undefined => {
+    const value = vars[name];
+    const number = typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : value;
+    return typeof number === 'number' && Number.isSafeInteger(number) && number > 0 ? number : undefined;
+  };
+  const window = read('SUBSCRIBER_WINDOW_BYTES');
+  const objectWindow = read('SUBSCRIBER_OBJECT_WINDOW_BYTES');
+  const stall = read('SUBSCRIBER_STALL_MS');
+  if (window !== undefined) limits.windowBytes = window;
+  if (objectWindow !== undefined) limits.objectWindowBytes = objectWindow;
+  else if (window !== undefined) limits.objectWindowBytes = Math.max(window, DEFAULT_SUBSCRIBER_PACING.objectWindowBytes);
+  if (stall !== undefined) limits.stallMs = stall;
+  return limits;
+}
+
 /** Checks and completes a partial set of limits. */
 export function resolvePacingLimits(limits: Partial<SubscriberPacingLimits> | undefined): SubscriberPacingLimits {
   const resolved = { ...DEFAULT_SUBSCRIBER_PACING, ...limits };
