@@ -17,10 +17,12 @@
  * `SSE_MAX_LIFETIME_MS`, like the long-polling SSE.
  *
  * Flow control toward the object: the relay subscribes with `?ack=1` and acknowledges the frames
- * it wrote into the response while the response's queue is below its bound; when the reader is
- * slow it withholds the ack until the reader pulls, so the object stops sending (its replay waits
- * in the log) instead of the relay overflowing. The overflow check above is a safety net at the
- * bound plus the object's window ({@link SSE_RELAY_OVERFLOW_SLACK_BYTES}).
+ * it wrote into the response only while the response's queue leaves
+ * {@link SSE_RELAY_ACK_HEADROOM_BYTES} free (room for the object's window and one more frame);
+ * otherwise it acknowledges when the reader pulls. A long replay therefore waits in the log for
+ * a reader that reads slowly instead of overflowing the relay; only a reader that stops reading
+ * (or an object window larger than the headroom) reaches the bound. When the object closes the
+ * socket for falling behind (`SUBSCRIBER_SLOW_CLOSE_CODE`), the stream ends with the same error.
  */
 import type { SessionId } from '../protocol/ids.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
@@ -28,17 +30,18 @@ import { SSE_MAX_LIFETIME_MS, SSE_RETRY_MS } from './sse.js';
 import {
   SUBSCRIBER_ACK_PARAM,
   SUBSCRIBER_PONG,
+  SUBSCRIBER_SLOW_CLOSE_CODE,
   encodeSubscriberAck,
   frameByteLength,
 } from '../protocol/frames.js';
 
 /** Most unread bytes one relayed SSE response may queue before it is ended. */
-export const SSE_RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
+export const SSE_RELAY_MAX_BUFFERED_BYTES = 3 * 1024 * 1024;
 /**
- * What the response queue may hold beyond its bound before the relay gives up: the object's
+ * Free room the response queue must keep for the relay to acknowledge at once: the object's
  * default window (1 MiB) plus one frame of a 1 MiB event, with margin.
  */
-export const SSE_RELAY_OVERFLOW_SLACK_BYTES = 3 * 1024 * 1024;
+export const SSE_RELAY_ACK_HEADROOM_BYTES = 2 * 1024 * 1024 + 64 * 1024;
 /** WebSocket close code the relay uses toward the object when its reader fell behind. */
 export const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
 
@@ -121,6 +124,17 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
             // Already closed or errored.
           }
         };
+        const fellBehind = (): void => {
+          if (!open) return;
+          const frame = JSON.stringify({
+            type: 'error',
+            code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
+            message: `the subscriber fell more than ${limit} bytes behind; reconnect with Last-Event-ID`,
+          });
+          controller.enqueue(encoder.encode(`event: error\ndata: ${frame}\n\n`));
+          closeSocket(SLOW_SUBSCRIBER_CLOSE_CODE, 'subscriber too slow');
+          finish();
+        };
         controller.enqueue(encoder.encode(`retry: ${SSE_RETRY_MS}\n\n`));
         socket.addEventListener('message', (event) => {
           if (!open) return;
@@ -128,30 +142,26 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
           if (text === SUBSCRIBER_PONG) return;
           received += frameByteLength(text);
           const chunk = encoder.encode(sseMessage(text));
-          if ((controller.desiredSize ?? 0) - chunk.byteLength < -SSE_RELAY_OVERFLOW_SLACK_BYTES) {
-            const frame = JSON.stringify({
-              type: 'error',
-              code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
-              message: `the subscriber fell more than ${limit} bytes behind; reconnect with Last-Event-ID`,
-            });
-            controller.enqueue(encoder.encode(`event: error\ndata: ${frame}\n\n`));
-            closeSocket(SLOW_SUBSCRIBER_CLOSE_CODE, 'subscriber too slow');
-            finish();
+          if ((controller.desiredSize ?? 0) - chunk.byteLength < 0) {
+            fellBehind();
             return;
           }
           controller.enqueue(chunk);
           // Written into the response: acknowledge now while there is room, else when the reader pulls.
-          if ((controller.desiredSize ?? 0) > 0) ack();
+          if ((controller.desiredSize ?? 0) > SSE_RELAY_ACK_HEADROOM_BYTES) ack();
         });
-        socket.addEventListener('close', finish);
+        socket.addEventListener('close', (event) => {
+          if (event.code === SUBSCRIBER_SLOW_CLOSE_CODE) fellBehind();
+          else finish();
+        });
         socket.addEventListener('error', finish);
         lifetime = setTimeout(() => {
           closeSocket(1000, 'lifetime');
           finish();
         }, options.lifetimeMs ?? SSE_MAX_LIFETIME_MS);
       },
-      pull() {
-        ack();
+      pull(controller) {
+        if ((controller.desiredSize ?? 0) > SSE_RELAY_ACK_HEADROOM_BYTES) ack();
       },
       cancel() {
         open = false;
