@@ -6,6 +6,7 @@
  * windows, and the watch acks 20 ms after a quiet socket, so the object finds it stalled when the
  * next batch commits and closes it with 4008.)
  */
+import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { HttpDurableEventStore } from '../../src/client.js';
@@ -68,5 +69,39 @@ describe('subscriber flow control over HTTP', () => {
     // The watch was closed for falling behind at least once, and reconnected.
     expect(closeCodes).toContain(SUBSCRIBER_SLOW_CLOSE_CODE);
     expect(sockets).toBeGreaterThan(1);
+  });
+
+  it('SSE with frames=all replays a log larger than the relay bound without falling behind', { timeout: 120_000 }, async () => {
+    const sessionId = SessionId(`pacing-relay-${Date.now()}`);
+    const writer = new HttpDurableEventStore({ baseUrl: worker.url, token: worker.adminToken });
+    const filler = 'z'.repeat(900_000);
+    for (let index = 0; index < 12; index += 1) {
+      await writer.append(sessionId, [{ type: 'request_completed', requestId: RequestId('r'), data: { output: `${index}:${filler}` } }]);
+    }
+    const url = new URL(worker.href(`/v1/sessions/${encodeURIComponent(sessionId)}/subscribe`));
+    url.searchParams.set('access_token', worker.adminToken);
+    url.searchParams.set('frames', 'all');
+    const source = new EventSource(url.href);
+    const sequences: number[] = [];
+    const errors: string[] = [];
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`SSE: ${sequences.length} events, errors ${JSON.stringify(errors)}`)), 90_000);
+        source.addEventListener('event', (message) => {
+          sequences.push((JSON.parse(message.data) as { event: { sequence: number } }).event.sequence);
+        });
+        source.addEventListener('error', (message) => {
+          errors.push(String((message as { data?: unknown }).data ?? 'error'));
+        });
+        source.addEventListener('caught_up', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    } finally {
+      source.close();
+    }
+    expect(errors).toEqual([]);
+    expect(sequences).toEqual(Array.from({ length: 12 }, (_, index) => index + 1));
   });
 });
