@@ -47,7 +47,7 @@ export default defineConfig(
     ignores: ['node_modules/**', '**/.wrangler/**', 'dist/**', 'coverage/**', '.tmp/**', 'test/fixtures/lint/**'],
   },
   {
-    files: ['**/*.{ts,mts,js,mjs}'],
+    files: ['**/*.{ts,tsx,mts,js,mjs}'],
     extends: [js.configs.recommended, tseslint.configs.recommended],
     plugins: { 'import-x': importX },
     languageOptions: {
@@ -58,14 +58,14 @@ export default defineConfig(
       reportUnusedDisableDirectives: 'error',
     },
     settings: {
-      'import-x/extensions': ['.ts', '.mts', '.js', '.mjs'],
+      'import-x/extensions': ['.ts', '.tsx', '.mts', '.js', '.mjs'],
       'import-x/external-module-folders': ['node_modules', 'node_modules/@types'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.mts'] },
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx', '.mts'] },
       'import-x/resolver-next': [
         createNodeResolver({
           // Relative imports carry `.js` suffixes (NodeNext); the files on disk are `.ts`.
-          extensionAlias: { '.js': ['.ts', '.js'], '.mjs': ['.mts', '.mjs'] },
-          extensions: ['.ts', '.mts', '.js', '.mjs', '.json'],
+          extensionAlias: { '.js': ['.ts', '.tsx', '.js'], '.mjs': ['.mts', '.mjs'] },
+          extensions: ['.ts', '.tsx', '.mts', '.js', '.mjs', '.json'],
           conditionNames: ['types', 'import', 'node', 'default'],
         }),
       ],

@@ -165,26 +165,31 @@ async function benchWakeUp(url: string, writer: PostgresDurableEventStore, reade
   const sessionId = newSession('wake');
   await writer.append(sessionId, [draft(-1)]);
   const subscription = await DurableEventSubscription.open(reader, sessionId, { after: null, pollIntervalMs: 60_000 });
-  let delivered: ((sequence: number) => void) | undefined;
+  // Delivery times by sequence: the subscription may deliver an event before the writer's
+  // `append` call has even returned (its re-read raced the commit), so record every delivery.
+  const deliveredAt = new Map<number, number>();
+  let waiting: { sequence: number; resolve: () => void } | undefined;
   const consume = (async () => {
     for await (const message of subscription) {
-      if (message.type === 'event') delivered?.(message.event.sequence);
+      if (message.type !== 'event') continue;
+      deliveredAt.set(message.event.sequence, performance.now());
+      if (waiting?.sequence === message.event.sequence) waiting.resolve();
     }
   })();
   while (reader.watchMode !== 'notify') await new Promise((resolve) => setTimeout(resolve, 10));
   const wakeUp = async (i: number): Promise<number> => {
-    let target = 0;
-    const arrived = new Promise<void>((resolve) => {
-      delivered = (sequence) => {
-        if (sequence === target) resolve();
-      };
-    });
     const result = await writer.append(sessionId, [draft(i)]);
     // The clock starts when the commit is acknowledged: that is when the store sends its NOTIFY.
     const start = performance.now();
-    target = result.lastSequence;
-    await arrived;
-    return performance.now() - start;
+    const sequence = result.lastSequence;
+    if (!deliveredAt.has(sequence)) {
+      const arrived = new Promise<void>((resolve) => {
+        waiting = { sequence, resolve };
+      });
+      // A subscription that failed would never deliver: fail the bench instead of hanging.
+      await Promise.race([arrived, consume.then(() => Promise.reject(new Error('the subscription ended')))]);
+    }
+    return Math.max(0, (deliveredAt.get(sequence) ?? start) - start);
   };
 
   const bareSamples: number[] = [];

@@ -19,6 +19,7 @@ import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
 import { agentRoutes } from './routes/agent.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
+import { inspectRoutes } from './routes/inspect.js';
 import { journalRoutes } from './routes/journal.js';
 import { leaseRoutes } from './routes/lease.js';
 import { metaRoutes } from './routes/meta.js';
@@ -41,6 +42,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   recoveryRoutes,
   agentRoutes,
   checkpointRoutes,
+  inspectRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */

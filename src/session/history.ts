@@ -15,7 +15,10 @@
  */
 import { parseRecoveryContinuation } from '../core/recovery/continuation.js';
 import type { DurableInput, ModelResponse, ModelUsage, RequestUsage } from '../protocol/event-payloads.js';
+import type { DurableEventStore } from '../core/store.js';
+import { SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
+import { EventSequence, type SessionId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';
 import type { SessionHistoryMessage } from './types.js';
 
@@ -95,11 +98,35 @@ export class HistoryProjection {
   /** Highest sequence folded; events at or below it are skipped (the live and read paths may both see one event). */
   #lastSequence = 0;
 
+  /** Highest sequence folded (0 before any). */
+  get lastSequence(): number {
+    return this.#lastSequence;
+  }
+
+  /**
+   * Folds the events that continue the history: already folded ones are skipped, and the fold
+   * stops at a gap (a journal opened from a projection checkpoint reads only the tail; the gap is
+   * filled by {@link catchUp}, which reads the log from the first missing event).
+   */
   apply(events: readonly DurableEventEnvelope[]): void {
     for (const event of events) {
       if (event.sequence <= this.#lastSequence) continue;
+      if (event.sequence !== this.#lastSequence + 1) return;
       this.#lastSequence = event.sequence;
       this.#apply(event);
+    }
+  }
+
+  /** Reads and folds the log up to `head` from the first event not folded yet (no-op when current). */
+  async catchUp(store: DurableEventStore, sessionId: SessionId, head: EventSequence | null, pageSize: number): Promise<void> {
+    while (head !== null && this.#lastSequence < head) {
+      const page = await store.read(sessionId, {
+        ...(this.#lastSequence === 0 ? {} : { after: EventSequence(this.#lastSequence) }),
+        limit: pageSize,
+      });
+      const before = this.#lastSequence;
+      this.apply(page.events);
+      if (this.#lastSequence === before) throw new SessionDurableRecorderError(`the log of session ${sessionId} has a gap after sequence ${before}`);
     }
   }
 

@@ -22,6 +22,7 @@ import {
 } from '../protocol/errors.js';
 import { CommandId, InputId, PermissionRequestId, RequestId, TurnId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';
+import { MAX_READ_LIMIT } from '../protocol/limits.js';
 import type { SessionCore } from './core.js';
 import type { SessionPermissionDecision, SessionRecoveryContext, SessionRecoveryPolicy } from './types.js';
 
@@ -222,7 +223,7 @@ export async function applyRecoveryPolicy(core: SessionCore, settings: RecoveryS
         break;
       }
     }
-    await core.journal.refresh();
+    await core.history.catchUp(core.store, core.sessionId, await core.journal.refresh(), MAX_READ_LIMIT);
   }
   throw required(core.journal.getRecoveryPlan(), `the plan did not converge after ${MAX_RECOVERY_STEPS} recovery commands`);
 }

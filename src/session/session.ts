@@ -15,12 +15,12 @@
  * turns the loss of the lease into a local stop without a durable terminal event.
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { newAbortError } from '../core/abort.js';
+import { newAbortError, withDeadline } from '../core/abort.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableExecutionLease } from '../core/lease/execution-lease.js';
-import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
+import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
 import { MemoryDurableEventStore } from '../adapters/memory/memory-store.js';
-import { SessionDurableRecorderError } from '../protocol/errors.js';
+import { DurableEventStoreError, DurableExecutionLeaseError, SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
 import { InputId, RequestId, SessionId, WorkerId, type EventSequence } from '../protocol/ids.js';
 import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../protocol/limits.js';
@@ -116,8 +116,12 @@ function resolveSettings(options: SessionOptions): SessionSettings {
   };
 }
 
-/** The journal reads through this tap, which folds each loaded event into the history once. */
-function tapReads(store: DurableEventStore, history: HistoryProjection): DurableEventStore {
+/**
+ * The store as the journal sees it: reads fold each loaded event into the history once; under a
+ * lease, each append's deadline is also capped to what is left of the lease window (the stricter
+ * of `durableStoreTimeoutMs`, which the journal applies, and the lease deadline wins).
+ */
+function tapStore(store: DurableEventStore, history: HistoryProjection, lease: DurableExecutionLease | undefined): DurableEventStore {
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') {
@@ -125,6 +129,20 @@ function tapReads(store: DurableEventStore, history: HistoryProjection): Durable
           const page = await target.read(...args);
           history.apply(page.events);
           return page;
+        };
+      }
+      if (property === 'append' && lease !== undefined) {
+        return (sessionId: SessionId, drafts: Parameters<DurableEventStore['append']>[1], options: DurableAppendOptions = {}) => {
+          const leftMs = Math.floor(lease.remainingMs());
+          if (leftMs < 1) {
+            return Promise.reject(new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no time left in the lease window for the append'));
+          }
+          return withDeadline(
+            leftMs,
+            options.signal,
+            (signal) => target.append(sessionId, drafts, { ...options, signal }),
+            () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `append exceeded the ${leftMs} ms left in the lease window`),
+          );
         };
       }
       const value: unknown = Reflect.get(target, property, target);
@@ -169,13 +187,16 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
   }
   const history = new HistoryProjection();
   try {
-    const journal = await DurableSessionJournal.open(tapReads(store, history), sessionId, {
+    const journal = await DurableSessionJournal.open(tapStore(store, history, lease), sessionId, {
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
+      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });
+    // A journal opened from a projection checkpoint folded only the tail: read the rest for the history.
+    await history.catchUp(store, sessionId, journal.getHeadSequence(), MAX_READ_LIMIT);
     const core: SessionCore = { sessionId, store, journal, lease, history, hub: new FrameHub(), settings, newId };
     return { core, ownsLease, leaseStore, storeTimeoutMs };
   } catch (error) {

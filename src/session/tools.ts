@@ -159,7 +159,11 @@ export async function driveTool(core: SessionCore, run: RequestRun, toolAttemptI
       case 'awaiting_permission': {
         const permission = view.permissionRequestId === undefined ? undefined : ownEntry(turn.permissions, view.permissionRequestId);
         if (permission === undefined) throw new SessionDurableRecorderError(`tool attempt ${toolAttemptId} awaits an unknown permission`);
-        const { decision, message } = await askPermission(core, run, view, permission.permissionRequestId, permission.message, false);
+        const answer = await askPermission(core, run, view, permission.permissionRequestId, permission.message, false);
+        // A handoff leaves the permission pending: only the host decides, and the successor asks again.
+        if (answer === null && run.stop?.kind === 'handoff') throw run.stopError();
+        if (answer === null && run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
+        const { decision, message } = answer ?? { decision: 'cancel' as const, message: undefined };
         const events: DurableCommandEventDraft[] = [
           {
             type: 'permission_resolved',
@@ -212,14 +216,15 @@ async function askPermission(
   permissionRequestId: string,
   message: string | undefined,
   restored: boolean,
-): Promise<{ decision: PermissionDecision; message?: string }> {
+): Promise<{ decision: PermissionDecision; message?: string } | null> {
   const handler = core.settings.onPermission;
   if (handler === undefined) return { decision: 'cancel', message: 'no permission handler is configured' };
   const signal = run.cancel.signal;
-  if (signal.aborted) return { decision: 'cancel' };
+  if (signal.aborted) return null;
   const turn = currentTurn(core, run);
-  const aborted = new Promise<{ decision: PermissionDecision }>((resolve) => {
-    signal.addEventListener('abort', () => resolve({ decision: 'cancel' }), { once: true });
+  // `null`: the Session stopped waiting (abort, handoff, lease loss); no decision was made.
+  const aborted = new Promise<null>((resolve) => {
+    signal.addEventListener('abort', () => resolve(null), { once: true });
   });
   const answer = Promise.resolve(
     handler({
@@ -328,5 +333,3 @@ async function executeTool(
   await commit(core, `tool-end:${view.toolAttemptId}:${view.eventIds.length}`, [outcome]);
 }
 
-/** Re-exported for the recovery step that presents a restored permission. */
-export { askPermission };

@@ -10,6 +10,7 @@
  * Everything here is runtime-neutral: a Session runs on Node and inside a Durable Object.
  */
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type { DurableCheckpointPolicy } from '../core/checkpoint/policy.js';
 import type { DurabilityPortLike } from '../core/durability/port-types.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type {
@@ -310,6 +311,12 @@ export interface SessionOptions {
   generateId?: SessionIdGenerator;
   /** Give tools a durability port when the store has a durability ledger (default `true`). */
   durability?: boolean;
+  /**
+   * Projection checkpoints of the Session's journal (default: the journal's policy, when the store
+   * supports them); `false` neither reads nor writes them. The message history is read from the
+   * log either way.
+   */
+  checkpoints?: DurableCheckpointPolicy | false;
 }
 
 /** Options of {@link resumeSession}. */

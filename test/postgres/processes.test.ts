@@ -106,16 +106,32 @@ describe('PostgreSQL store across processes', () => {
       return child;
     };
     const running = Array.from({ length: WORKERS }, launch);
+    const counted = (): { cas: number; free: number } => {
+      const all = ackFiles.flatMap((file) => acks<AppendAck>(file));
+      return { cas: all.filter((a) => a.kind === 'cas').length, free: all.filter((a) => a.kind === 'free').length };
+    };
+    /** Waits (bounded, load-independent) until at least `more` new appends were acknowledged. */
+    const progress = async (more: number): Promise<void> => {
+      const start = counted();
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        const now = counted();
+        if (now.cas + now.free >= start.cas + start.free + more) return;
+        await sleep(50);
+      }
+    };
     for (let kill = 0; kill < KILLS; kill++) {
-      // Let the workers get going (a fresh process needs a moment to load), then kill one at random.
-      await sleep(700 + Math.floor(Math.random() * 600));
+      // Let the workers make progress, then kill one at random, at a random moment.
+      await progress(10);
+      await sleep(Math.floor(Math.random() * 300));
       const victim = Math.floor(Math.random() * running.length);
       const child = running[victim] as ChildProcess;
       child.kill('SIGKILL');
       await exited(child);
       running[victim] = launch();
     }
-    await sleep(1000);
+    const deadline = Date.now() + 60_000;
+    while ((counted().cas < 20 || counted().free < 20) && Date.now() < deadline) await sleep(50);
     for (const child of running) child.kill('SIGKILL');
     await Promise.all(running.map(exited));
 

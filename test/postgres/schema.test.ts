@@ -132,6 +132,22 @@ describe('PostgreSQL watch', () => {
     expect(reader.watchMode).toBe('idle');
   });
 
+  it('still hears a write whose NOTIFY never came (safety poll while notifications flow)', async () => {
+    const schema = schemaFor('safety');
+    // A writer that sends no NOTIFY stands for one that died between its commit and its NOTIFY.
+    const silent = await open(schema, { notify: false });
+    const reader = await open(schema, { pollIntervalMs: 20 });
+    const sessionId = SessionId('silent');
+    const heard: DurableAppendNotice[] = [];
+    const stop = reader.watch(sessionId, (notice) => heard.push(notice));
+    await eventually(() => reader.watchMode === 'notify', 'notify mode');
+    const result = await silent.append(sessionId, [markerDraft('x')]);
+    await eventually(() => heard.length === 1, 'a notice from the safety poll');
+    expect(heard).toEqual([{ sessionId, lastSequence: result.lastSequence }]);
+    expect(reader.watchMode).toBe('notify');
+    stop();
+  });
+
   it('falls back to polling when notifications do not arrive', async () => {
     const schema = schemaFor('poll');
     const writer = await open(schema);
@@ -152,7 +168,8 @@ describe('PostgreSQL global order', () => {
   it('never skips a transaction that commits after a later one', async () => {
     const schema = schemaFor('global');
     const store = await open(schema);
-    await store.append(SessionId('g-a'), [markerDraft('a1')]);
+    // Twelve single-event appends: positions 1..12 (past 9, so a text sort would misorder them).
+    for (let i = 0; i < 12; i++) await store.append(SessionId('g-a'), [markerDraft(`a${i}`)]);
     // A slow writer takes a position first and commits last.
     const slow = new pg.Client({ connectionString: url });
     slow.on('error', () => undefined);
@@ -167,13 +184,15 @@ describe('PostgreSQL global order', () => {
     const first = await store.readGlobal({ after: 0 });
     seen.push(...first.events);
     // Only what precedes the open transaction is visible; b1 (a later position) waits behind it.
-    expect(seen.map((e) => e.event.sessionId)).toEqual(['g-a']);
+    expect(seen.map((e) => e.event.sessionId)).toEqual(Array.from({ length: 12 }, () => 'g-a'));
+    expect(seen.map((e) => e.event.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     await slow.query('ROLLBACK');
     await slow.end();
     const second = await store.readGlobal({ after: first.nextPosition });
     seen.push(...second.events);
-    expect(seen.map((e) => e.event.sessionId)).toEqual(['g-a', 'g-b']);
-    expect(seen[1]?.position).toBeGreaterThan(seen[0]?.position ?? 0);
+    expect(seen.map((e) => e.event.sessionId)).toEqual([...Array.from({ length: 12 }, () => 'g-a'), 'g-b']);
+    const positions = seen.map((e) => e.position);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
   });
 });
 
@@ -191,5 +210,40 @@ describe('agent-ledger/postgres without pg', () => {
       cwd: new URL('../../', import.meta.url).pathname,
     });
     expect(child.stdout).toContain("DURABLE_EVENT_UNAVAILABLE agent-ledger/postgres needs the 'pg' package");
+  });
+});
+
+describe('a pool the caller owns', () => {
+  it('uses a pg.Pool passed as `pool` and leaves it open on close', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    const store = await PostgresDurableEventStore.open({ pool, schema: schemaFor('own_pool') });
+    await store.append(SessionId('own-pool'), [markerDraft('x')], { expectedLastSequence: null });
+    await store.close();
+    const rows = await pool.query<{ n: string }>('SELECT 1::text AS n');
+    expect(rows.rows[0]?.n).toBe('1');
+    await pool.end();
+  });
+});
+
+describe('contention on one session', () => {
+  it('keeps sequences contiguous when several stores (own pools) append to one session at once', async () => {
+    const schema = schemaFor('contention');
+    const writers = await Promise.all(Array.from({ length: 6 }, () => open(schema)));
+    const sessionId = SessionId('contended');
+    // Unconditioned appends from six pools: most conditional writes find the row moved, retry on a
+    // fresh read, and after four moves in a row take the row lock first.
+    const results = await Promise.all(
+      writers.flatMap((writer, w) => Array.from({ length: 15 }, (_, i) => writer.append(sessionId, [markerDraft(`w${w}-${i}`), markerDraft(`w${w}-${i}b`)]))),
+    );
+    const firsts = results.map((result) => (result.previousSequence ?? 0) + 1).sort((a, b) => a - b);
+    expect(firsts).toEqual(Array.from({ length: 90 }, (_, i) => 1 + 2 * i));
+    const page = await writers[0]?.read(sessionId, { limit: 1000 });
+    expect(page?.events.map((event) => event.sequence)).toEqual(Array.from({ length: 180 }, (_, i) => i + 1));
+    for (const result of results) {
+      const [a, b] = result.events;
+      expect(page?.events[result.lastSequence - 2]?.eventId).toBe(a?.eventId);
+      expect(page?.events[result.lastSequence - 1]?.eventId).toBe(b?.eventId);
+    }
   });
 });

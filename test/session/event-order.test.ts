@@ -144,6 +144,30 @@ describe('event order of one Request', () => {
   });
 });
 
+describe('content-part input', () => {
+  it('keeps the parts in request_accepted and hands them to the model as text and file parts', async () => {
+    const store = memoryStore();
+    const model = createScriptedModel([{ text: 'a red pixel' }]);
+    const session = await createSession({ sessionId: 's-parts', model, durableEventStore: store });
+    const input = [
+      { type: 'text' as const, text: 'What is in this image?' },
+      { type: 'image' as const, mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+    ];
+    expect((await session.run(input)).output).toBe('a red pixel');
+    const accepted = (await readAll(store, 's-parts')).find((event) => event.type === 'request_accepted');
+    expect(accepted?.type === 'request_accepted' && accepted.data.input).toEqual(input);
+    expect(model.calls[0]?.prompt).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is in this image?' },
+          { type: 'file', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+        ],
+      },
+    ]);
+  });
+});
+
 describe('permissions', () => {
   const guarded = defineTool({ sideEffect: 'idempotent', needsPermission: true, execute: () => ({ ran: true }) });
   const model = () =>
@@ -265,6 +289,29 @@ describe('failures, limits and interruptions', () => {
     await session.abort();
     expect((await handle.result).status).toBe('interrupted');
     expect(types(await readAll(store, 's-abort-tool')).slice(-4)).toEqual(['tool_started', 'tool_cancelled', 'turn_aborted', 'request_interrupted']);
+  });
+
+  it('abort() while the host decides a permission: cancel decision and tool_cancelled, then the Turn and Request end', async () => {
+    const store = memoryStore();
+    let asked!: () => void;
+    const waiting = new Promise<void>((resolve) => (asked = resolve));
+    const guarded = defineTool({ sideEffect: 'pure', needsPermission: true, execute: () => ({ ran: true }) });
+    const model = createScriptedModel([{ toolCalls: [{ toolCallId: 'c1', toolName: 'guarded', input: {} }] }]);
+    const session = await createSession({
+      sessionId: 's-abort-permission',
+      model,
+      tools: { guarded },
+      durableEventStore: store,
+      onPermission: () => (asked(), new Promise(() => undefined)),
+    });
+    const handle = await session.send('x');
+    await waiting;
+    await session.abort();
+    expect(await handle.result).toMatchObject({ status: 'interrupted', reason: 'user_abort' });
+    const events = await readAll(store, 's-abort-permission');
+    expect(types(events).slice(-5)).toEqual(['permission_requested', 'permission_resolved', 'tool_cancelled', 'turn_aborted', 'request_interrupted']);
+    const resolved = events.at(-4)!;
+    expect(resolved.type === 'permission_resolved' && resolved.data.decision).toBe('cancel');
   });
 
   it('a `now` Request interrupts the running one (request_interrupted superseded, byInputId) and runs next', async () => {

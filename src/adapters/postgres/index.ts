@@ -6,6 +6,8 @@ export {
   MAX_OPTIMISTIC_ATTEMPTS,
   PostgresDurableEventStore,
   type PostgresCommandRange,
+  type PostgresConnectionConfig,
+  type PostgresPoolLike,
   type PostgresDurableEventStoreOptions,
   type PostgresGlobalEvent,
   type PostgresGlobalPage,

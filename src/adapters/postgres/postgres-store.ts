@@ -1,6 +1,6 @@
 /**
  * PostgresDurableEventStore: the full store contract (events, execution leases with fencing, the
- * durability ledger) on PostgreSQL, for fleets of Node processes on several machines.
+ * durability ledger, projection checkpoints) on PostgreSQL, for fleets of Node processes on several machines.
  *
  * How a write works (append, lease change, durability record):
  * 1. read the session's row (head, lease state, ledger head) — or take it from this store's
@@ -24,6 +24,7 @@
  * with its reason and cancels the statement on the server (also unknown if it was in flight).
  */
 import { throwIfAborted } from '../../core/abort.js';
+import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import type {
   DurabilityLedgerStore,
   DurabilityListener,
@@ -75,7 +76,7 @@ import type {
 } from '../../core/store.js';
 import { DurabilityError, DurableError, DurableEventStoreError } from '../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventDraft, type DurableEventEnvelope } from '../../protocol/events.js';
-import { EventSequence, type CommandId, type SessionId } from '../../protocol/ids.js';
+import { EventSequence, type CommandId, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import {
   isConnectionLoss,
@@ -114,14 +115,40 @@ export const DEFAULT_POSTGRES_STATEMENT_TIMEOUT_MS = 30_000;
 /** Sessions whose last state a store remembers before it starts over. */
 const MAX_REMEMBERED_SESSIONS = 4096;
 
+/**
+ * Connection settings, passed to `pg` unchanged (its `ClientConfig`: `host`, `port`, `user`,
+ * `password`, `database`, `ssl`, ...). Declared here so that the package's types do not need
+ * `@types/pg`.
+ */
+export interface PostgresConnectionConfig {
+  connectionString?: string;
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string | (() => string | Promise<string>);
+  database?: string;
+  ssl?: boolean | object;
+  application_name?: string;
+  [setting: string]: unknown;
+}
+
+/** What the store needs of a `pg.Pool` passed as `pool` (any `pg.Pool` fits). */
+export interface PostgresPoolLike {
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  /** The pool's connection settings (used for the LISTEN connection). */
+  readonly options: object;
+}
+
 /** Options of {@link PostgresDurableEventStore.open}. */
 export interface PostgresDurableEventStoreOptions {
   /** `postgres://user:password@host:port/database`; the store creates (and on `close` ends) its pool. */
   connectionString?: string;
   /** Connection settings as `pg` takes them, instead of (or on top of) `connectionString`. */
-  connection?: PgClientConfig;
+  connection?: PostgresConnectionConfig;
   /** An existing `pg` Pool to use instead; the store never ends it. Its `options` are used for cancel requests. */
-  pool?: PgPool;
+  pool?: PostgresPoolLike;
   /** Size of the pool the store creates (default 10). */
   poolSize?: number;
   /** Server-side `statement_timeout` of the pool the store creates (default 30 000 ms; 0 disables). */
@@ -271,7 +298,9 @@ function readFailure(error: unknown, what: string): unknown {
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  * await store.close();
  */
-export class PostgresDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class PostgresDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+{
   /** The PostgreSQL schema holding the tables. */
   readonly schema: string;
   readonly #pool: PgPool;
@@ -330,6 +359,7 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
           300_000,
         ),
         retryMs: 5000,
+        safetyPollMs: 10 * checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000),
       },
     );
   }
@@ -350,14 +380,16 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     let config: PgClientConfig;
     const ownsPool = options.pool === undefined;
     if (options.pool !== undefined) {
-      pool = options.pool;
+      // SAFETY: documented as a `pg.Pool`; `PostgresPoolLike` only keeps @types/pg out of the public types.
+      pool = options.pool as unknown as PgPool;
       config = pool.options;
     } else {
       if (options.connectionString === undefined && options.connection === undefined) {
         throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'give connectionString, connection or pool');
       }
       config = {
-        ...options.connection,
+        // SAFETY: passed through to pg, whose ClientConfig this mirrors.
+        ...(options.connection as PgClientConfig | undefined),
         ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
         ...(statementTimeoutMs === 0 ? {} : { statement_timeout: statementTimeoutMs }),
         application_name: options.connection?.application_name ?? 'agent-ledger',
@@ -593,8 +625,9 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     what: string,
     decide: (state: SessionState) => P,
     write: (run: (text: string, values: unknown[]) => Promise<{ rows: Array<Record<string, unknown>>; rowCount: number }>, state: SessionState, plan: P) => Promise<SessionState | null>,
+    useRemembered = true,
   ): Promise<P> {
-    let state = this.#states.get(sessionId);
+    let state = useRemembered ? this.#states.get(sessionId) : undefined;
     let fresh = false;
     for (let attempt = 0; attempt < MAX_OPTIMISTIC_ATTEMPTS; attempt++) {
       throwIfAborted(signal);
@@ -708,17 +741,18 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     const id = checkSessionId(sessionId);
     const plan = planRead(options);
     throwIfAborted(options?.signal);
-    let rows: Array<{ head: string; sequence: string | null; body: string | null }>;
+    let rows: Array<{ head: string | null; sequence: string | null; body: string | null }>;
     try {
       rows = await this.#query(this.#sql.readPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     } catch (error) {
       throw readFailure(error, 'read');
     }
-    const headValue = rows.length === 0 ? 0 : integer(rows[0]?.head, 'head');
+    const headRow = rows.find((row) => row.head !== null);
+    const headValue = headRow === undefined ? 0 : integer(headRow.head, 'head');
     const head = headValue === 0 ? null : EventSequence(headValue);
     checkReadCursor(plan.after, head);
     const after = plan.after ?? 0;
-    const present = rows.filter((row) => row.sequence !== null);
+    const present = rows.filter((row) => row.sequence !== null).sort((a, b) => Number(a.sequence) - Number(b.sequence));
     const expected = Math.min(plan.limit, headValue - after);
     if (present.length !== expected) {
       throw this.#corrupt(id, `expected ${expected} events after ${after}, found ${present.length} (sequence gap)`);
@@ -963,6 +997,45 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
     return buildDurabilityPage(records, plan, head);
   }
 
+  // ---- projection checkpoints ---------------------------------------------------------------
+
+  /** The session's latest projection checkpoint (bytes as written), or `null`. */
+  async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
+    const id = checkSessionId(sessionId);
+    throwIfAborted(options?.signal);
+    let rows: Array<{ sequence: string; event_id: string; data: Uint8Array }>;
+    try {
+      rows = await this.#query(this.#sql.readCheckpoint, [id], options?.signal);
+    } catch (error) {
+      throw readFailure(error, 'checkpoint read');
+    }
+    const row = rows[0];
+    if (row === undefined) return null;
+    return {
+      sequence: EventSequence(integer(row.sequence, 'checkpoint sequence')),
+      // SAFETY: written by `writeCheckpoint` after `checkCheckpointRecord`; core re-checks every record.
+      eventId: row.event_id as EventId,
+      // A plain Uint8Array (pg hands back a Buffer), with its own copy of the bytes.
+      data: new Uint8Array(row.data),
+    };
+  }
+
+  /**
+   * Replaces the session's projection checkpoint in one statement (`INSERT ... ON CONFLICT DO
+   * UPDATE`): readers see the previous record or the new one. Needs no fence; never touches the log.
+   */
+  async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointRecord(record);
+    throwIfAborted(options?.signal);
+    const bytes = Buffer.from(checked.data.buffer, checked.data.byteOffset, checked.data.byteLength);
+    try {
+      await this.#query(this.#sql.writeCheckpoint, [id, checked.sequence, checked.eventId, bytes], options?.signal);
+    } catch (error) {
+      throw writeFailure(error, 'checkpoint write');
+    }
+  }
+
   // ---- execution leases ---------------------------------------------------------------------
 
   async #updateLease(
@@ -994,6 +1067,9 @@ export class PostgresDurableEventStore implements DurableEventStore, DurableExec
           if (typeof version !== 'string') return null;
           return { ...state, exists: true, leaseVersion: integer(version, 'lease_version'), lease };
         },
+        // Lease calls read the row every time: a no-op decision (releasing a released lease) writes
+        // nothing that would reveal remembered state as stale. They are rare; appends are not.
+        false,
       ),
     );
     return leaseRecord(sessionId, decided.next);

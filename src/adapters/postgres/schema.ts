@@ -16,6 +16,8 @@
  *   global order across sessions that never skips a transaction committing late.
  * - `durability_records(session_id, sequence, identity, kind, body)`: the durability ledger,
  *   `UNIQUE (session_id, identity)` backing first-writer-wins.
+ * - `checkpoints(session_id, sequence, event_id, data, written_at)` (migration 3): the latest
+ *   projection checkpoint per session, replaced atomically.
  *
  * Rules: entry `i` of {@link POSTGRES_MIGRATIONS} moves the schema from version `i` to `i + 1`;
  * a released migration is never edited; the store applies the missing ones in ONE transaction
@@ -77,6 +79,21 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       `ALTER TABLE {schema}.events ADD COLUMN tx_id xid8 NOT NULL DEFAULT pg_current_xact_id()`,
       `ALTER TABLE {schema}.events ADD COLUMN position bigint GENERATED ALWAYS AS IDENTITY`,
       `CREATE UNIQUE INDEX events_by_position ON {schema}.events (position)`,
+    ],
+  },
+  {
+    description: 'projection checkpoints',
+    statements: [
+      // The latest projection checkpoint per session (derived data, see docs/checkpoints.md):
+      // one row, replaced by one INSERT ... ON CONFLICT DO UPDATE, so a reader sees the old
+      // record or the new one. `bytea` has no practical size limit here (1 GB), so no chunks.
+      `CREATE TABLE {schema}.checkpoints (
+  session_id text   PRIMARY KEY,
+  sequence   bigint NOT NULL CHECK (sequence >= 1),
+  event_id   text   NOT NULL,
+  data       bytea  NOT NULL,
+  written_at timestamptz NOT NULL DEFAULT now()
+)`,
     ],
   },
 ];

@@ -63,12 +63,16 @@ export function postgresStatements(schema: string) {
       `WITH s AS (INSERT INTO ${sessions} AS cur (session_id, ledger_head) VALUES ($1, $3::bigint) ` +
       `ON CONFLICT (session_id) DO UPDATE SET ledger_head = $3::bigint WHERE cur.ledger_head = $2::bigint RETURNING 1) ` +
       insertRecord,
-    /** $1 session, $2 after, $3 limit: the head and one page, from one snapshot. */
+    /**
+     * $1 session, $2 after, $3 limit: the head (the row with `head` set) and one page (rows with
+     * `sequence` set), from one snapshot: a statement sees one snapshot, and the head and the
+     * event rows change in one statement, so no row past the head is ever visible.
+     */
     readPage:
-      `SELECT s.head::text AS head, e.sequence::text AS sequence, e.body::text AS body FROM ${sessions} s ` +
-      `LEFT JOIN LATERAL (SELECT sequence, body FROM ${events} WHERE session_id = s.session_id ` +
-      `AND sequence > $2::bigint AND sequence <= s.head ORDER BY sequence LIMIT $3::int) e ON true ` +
-      `WHERE s.session_id = $1 ORDER BY e.sequence`,
+      `SELECT head::text AS head, NULL::text AS sequence, NULL::text AS body FROM ${sessions} WHERE session_id = $1 ` +
+      // `e.sequence`, qualified: a bare `sequence` would sort by the text output column.
+      `UNION ALL (SELECT NULL, e.sequence::text, e.body::text FROM ${events} e WHERE e.session_id = $1 ` +
+      `AND e.sequence > $2::bigint ORDER BY e.sequence LIMIT $3::int)`,
     /** $1 session. */
     readHead: `SELECT head::text AS head FROM ${sessions} WHERE session_id = $1`,
     /** $1 session IDs. */
@@ -84,6 +88,13 @@ export function postgresStatements(schema: string) {
       `LEFT JOIN LATERAL (SELECT sequence, identity, kind, body FROM ${records} WHERE session_id = s.session_id ` +
       `AND sequence > $2::bigint AND sequence <= s.ledger_head ORDER BY sequence LIMIT $3::int) r ON true ` +
       `WHERE s.session_id = $1 ORDER BY r.sequence`,
+    /** $1 session. */
+    readCheckpoint: `SELECT sequence::text AS sequence, event_id, data FROM ${schema}.checkpoints WHERE session_id = $1`,
+    /** $1 session, $2 sequence, $3 event ID, $4 bytes: replaces the session's checkpoint in one statement. */
+    writeCheckpoint:
+      `INSERT INTO ${schema}.checkpoints (session_id, sequence, event_id, data) VALUES ($1, $2::bigint, $3, $4) ` +
+      'ON CONFLICT (session_id) DO UPDATE SET sequence = EXCLUDED.sequence, event_id = EXCLUDED.event_id, ' +
+      'data = EXCLUDED.data, written_at = now()',
     /** $1 session, $2 command ID. */
     findCommand:
       `SELECT min(sequence)::text AS first, max(sequence)::text AS last, count(*)::text AS count FROM ${events} ` +
@@ -94,8 +105,8 @@ export function postgresStatements(schema: string) {
      * lower positions is never skipped: the reader waits for it instead.
      */
     readGlobal:
-      `SELECT position::text AS position, session_id, sequence::text AS sequence, body::text AS body FROM ${events} ` +
-      `WHERE position > $1::bigint AND tx_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY position LIMIT $2::int`,
+      `SELECT e.position::text AS position, e.session_id, e.sequence::text AS sequence, e.body::text AS body FROM ${events} e ` +
+      `WHERE e.position > $1::bigint AND e.tx_id < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY e.position LIMIT $2::int`,
   };
 }
 

@@ -14,6 +14,8 @@
  *    within `probeTimeoutMs`, or the connection fails, the hub polls instead: every
  *    `pollIntervalMs` it reads the heads of the watched sessions (one query) and reports
  *    changes. A broken listening connection is retried in the background while polling.
+ *    While notifications flow, the watched heads are still read every `safetyPollMs` (10x the
+ *    polling interval): a writer that died between its commit and its NOTIFY never sends one.
  * 3. Notices are hints: readers re-read from their cursor. The hub reports a session's head only
  *    when it is higher than the last one it reported (a writer's own notice and its echo from
  *    PostgreSQL collapse into one). After (re)connecting, and on the first poll, it reads the
@@ -48,6 +50,8 @@ export interface WatchHubOptions {
   probeTimeoutMs: number;
   /** Delay before the listening connection is tried again after a failure. */
   retryMs: number;
+  /** Interval of the safety-net poll while notifications flow. */
+  safetyPollMs: number;
 }
 
 /** Parses a notice payload; `undefined` for anything else (such as a probe). */
@@ -75,6 +79,7 @@ export class WatchHub {
   #mode: WatchMode = 'idle';
   #client: PgClient | undefined;
   #pollTimer: ReturnType<typeof setInterval> | undefined;
+  #pollInterval: number | undefined;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** Bumped on every start/stop, so that late callbacks of an older connection do nothing. */
   #generation = 0;
@@ -171,7 +176,9 @@ export class WatchHub {
       if (!arrived) throw new Error('the probe notification did not arrive');
       this.#stopPolling();
       this.#mode = 'notify';
-      await this.#catchUp();
+      // A safety net, not the mechanism: a writer that died between its commit and its NOTIFY
+      // never sends one, so even while notifications flow the watched heads are read now and then.
+      this.#startPolling(this.#options.safetyPollMs);
     } catch {
       if (generation !== this.#generation) return;
       if (this.#client === client) this.#client = undefined;
@@ -211,7 +218,7 @@ export class WatchHub {
   #fallBack(generation: number): void {
     if (this.#closed || generation !== this.#generation) return;
     this.#mode = 'poll';
-    this.#startPolling();
+    if (this.#pollInterval !== this.#options.pollIntervalMs) this.#startPolling();
     if (this.#retryTimer === undefined) {
       this.#retryTimer = setTimeout(() => {
         this.#retryTimer = undefined;
@@ -223,16 +230,18 @@ export class WatchHub {
     }
   }
 
-  #startPolling(): void {
-    if (this.#pollTimer !== undefined) return;
+  #startPolling(intervalMs = this.#options.pollIntervalMs): void {
+    this.#stopPolling();
     void this.#catchUp();
-    this.#pollTimer = setInterval(() => void this.#catchUp(), this.#options.pollIntervalMs);
+    this.#pollInterval = intervalMs;
+    this.#pollTimer = setInterval(() => void this.#catchUp(), intervalMs);
     this.#pollTimer.unref?.();
   }
 
   #stopPolling(): void {
     if (this.#pollTimer !== undefined) clearInterval(this.#pollTimer);
     this.#pollTimer = undefined;
+    this.#pollInterval = undefined;
   }
 
   /** Reads the watched heads once and reports the ones that moved. */

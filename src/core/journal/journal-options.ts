@@ -8,6 +8,7 @@
  */
 import { checkTimeoutMs } from '../abort.js';
 import type { DurableExecutionFence, DurableExecutionLeaseStore } from '../store.js';
+import { fastParseDraft } from '../../protocol/draft-fast-path.js';
 import { DurableSessionJournalError } from '../../protocol/errors.js';
 import {
   safeParseDurableEventDraft,
@@ -188,7 +189,11 @@ export function prepareCommand(command: unknown): PreparedCommand {
     if (own !== undefined && own !== commandId) {
       throw invalid(`events[${index}] carries commandId ${String(own)}, not the command's ${commandId}`, { index });
     }
-    const parsed = safeParseDurableEventDraft({ ...event, commandId });
+    const stamped = { ...event, commandId };
+    // The zod-free fast path returns exactly what zod would, or declines; zod then decides (and names the problem).
+    const fast = fastParseDraft(stamped);
+    if (fast !== undefined) return fast;
+    const parsed = safeParseDurableEventDraft(stamped);
     if (!parsed.ok) throw invalid(`events[${index}]: ${parsed.problem}`, { index });
     return parsed.value;
   });

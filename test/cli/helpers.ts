@@ -1,0 +1,112 @@
+/**
+ * Helpers of the CLI and inspector tests: run the real binary as a child process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** Repository root. */
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+/** The CLI's source entry. */
+export const CLI_SOURCE = path.join(ROOT, 'src/cli/main.ts');
+/** The built CLI (exists once the package has been built). */
+export const CLI_BUILT = path.join(ROOT, 'dist/cli/main.js');
+
+/** Result of one CLI run. */
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A fresh temporary directory. */
+export function tempDir(prefix = 'agent-ledger-cli-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/** Arguments that run the CLI from source with tsx. */
+export function cliCommand(args: readonly string[], entry: 'source' | 'built' = 'source'): string[] {
+  return entry === 'built' ? [CLI_BUILT, ...args] : ['--import', 'tsx', CLI_SOURCE, ...args];
+}
+
+/** Starts the CLI; the caller owns the child. */
+export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, entry: 'source' | 'built' = 'source'): ChildProcess {
+  return spawn(process.execPath, cliCommand(args, entry), {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs the CLI to completion. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, entry: 'source' | 'built' = 'source'): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawnCli(args, env, entry);
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+/** Runs the seed fixture (`fixtures/seed.ts`) as a child process. */
+export async function seed(store: string, scenario: string, sessionId: string, count?: number): Promise<void> {
+  const result = await new Promise<CliRun>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'test/cli/fixtures/seed.ts'), store, scenario, sessionId, ...(count === undefined ? [] : [String(count)])],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout: '', stderr }));
+  });
+  if (result.code !== 0) throw new Error(`seed ${scenario} failed: ${result.stderr}`);
+}
+
+/** A running `agent-ledger serve`. */
+export interface ServeHandle {
+  url: string;
+  token: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `agent-ledger serve <store> --port 0` with a known page token and waits for its URL. */
+export async function startServe(store: string, token = 'inspector-test-token-0123456789'): Promise<ServeHandle> {
+  const child = spawnCli(['serve', store, '--port', '0', '--page-token-env', 'INSPECTOR_TEST_TOKEN'], { INSPECTOR_TEST_TOKEN: token });
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+      const match = /on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (match?.[1] !== undefined) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited with ${String(code)}: ${stderr}`)));
+  });
+  return {
+    url,
+    token,
+    child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** True when the package has been built (`dist/cli/main.js` exists). */
+export function builtCliExists(): boolean {
+  return existsSync(CLI_BUILT);
+}
