@@ -20,31 +20,27 @@ import {
   parseSubscriptionFrame,
   type SubscriptionFrame,
 } from '../../src/protocol/frames.js';
-import { RequestId } from '../../src/protocol/ids.js';
+import { RequestId, type SessionId } from '../../src/protocol/ids.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';
 import { freshSessionId, sleep, stubFor } from './session-object-helpers.js';
 
 const store = new DurableObjectEventStore(env.SESSIONS);
 const WINDOW = DEFAULT_SUBSCRIBER_PACING.windowBytes;
 
-/** `count` events of about `bytes` bytes each, recognisable by index. */
-function bulky(count: number, bytes: number, prefix: string): DurableEventDraft[] {
+/** `count` events of about `bytes` bytes each, recognisable by index (from `first`). */
+function bulky(count: number, bytes: number, prefix: string, first = 0): DurableEventDraft[] {
   return Array.from({ length: count }, (_, index) => ({
     type: 'request_completed' as const,
     requestId: RequestId('pacing-request'),
-    data: { output: `${prefix}-${index}:${'x'.repeat(bytes)}` },
+    data: { output: `${prefix}-${first + index}:${'x'.repeat(bytes)}` },
   }));
 }
 
 /** Appends `count` events in batches small enough for one append. */
-async function appendBulky(sessionId: string, count: number, bytes: number, prefix: string): Promise<void> {
+async function appendBulky(sessionId: SessionId, count: number, bytes: number, prefix: string): Promise<void> {
   const perBatch = Math.max(1, Math.floor((2 * 1024 * 1024) / bytes));
   for (let start = 0; start < count; start += perBatch) {
-    const drafts = bulky(Math.min(perBatch, count - start), bytes, prefix).map((draft, index) => ({
-      ...draft,
-      data: { output: `${prefix}-${start + index}:${'x'.repeat(bytes)}` },
-    }));
-    await store.append(sessionId as never, drafts);
+    await store.append(sessionId, bulky(Math.min(perBatch, count - start), bytes, prefix, start));
   }
 }
 
