@@ -22,11 +22,14 @@
  * - they did not subscribe with `?ack=1` (older clients) and the object had to stop sending to
  *   them (their window is full, or the object's): such a client gets at most one window per
  *   connection, then reconnects after its last cursor and gets the next one;
- * - a transient frame (token delta, tool progress) is due while they are behind on events or
- *   their window is full (transient frames cannot wait: they are not in the log), the reconnect
- *   brings the replay, `caught_up` and the text in flight again;
  * - they stayed stalled (window full, no ack) for longer than
  *   {@link SubscriberPacingLimits.stallMs}, checked when something new is due for them.
+ *
+ * Transient frames (token deltas, tool progress) are not in the log and cannot wait: a paced socket
+ * held back for lack of room skips them and is marked `resync`; when acks bring it back to the head
+ * it gets `partial_response` (the text of the model response in flight, so far) before the next
+ * delta, so it can still render the whole answer. Skipped `tool_progress` frames are lost (they
+ * are progress, and the tool outcome event follows in the log).
  *
  * All the state lives in the socket's attachment, so it survives hibernation.
  */
@@ -101,6 +104,8 @@ export interface SocketCursor {
   acked: number;
   /** When the object last had to stop sending for lack of room (ms), `null` while it is not waiting. */
   stalledAt: number | null;
+  /** Transient frames were skipped while it was held back: send `partial_response` at the head. */
+  resync: boolean;
 }
 
 /** Parses an attachment; older attachments (before flow control) count as live legacy sockets. */
@@ -122,6 +127,7 @@ export function parseAttachment(value: unknown): SocketCursor | null {
     sent,
     acked: Math.min(count(v.acked), sent),
     stalledAt: typeof v.stalledAt === 'number' ? v.stalledAt : null,
+    resync: v.resync === true,
   };
 }
 

@@ -21,7 +21,8 @@
  * After each committed append (`broadcast`): every live socket is sent the events after its
  * cursor, as far as its window allows; the rest waits in the log (the socket is behind and is
  * caught up from the log as acks arrive). Transient frames (`broadcastTransient`) go to live
- * sockets that are not behind; a live socket that is behind or full is closed (see
+ * sockets that are not held back; a held-back socket skips them and gets the text in flight again
+ * (`partial_response`) when acks bring it back to the head; one that does not ack is closed (see
  * `socket-pacing.ts`). Sending never waits: a socket whose send throws is closed and dropped.
  */
 import type { SqlLedger } from '../../sql/sql-ledger.js';
@@ -113,7 +114,7 @@ export class SessionSockets {
     let start: SocketCursor;
     try {
       const sessionId = resolveSession();
-      start = { ...this.#anchor(sessionId, afterCursor), caughtUp: false, paced, sent: 0, acked: 0, stalledAt: null };
+      start = { ...this.#anchor(sessionId, afterCursor), caughtUp: false, paced, sent: 0, acked: 0, stalledAt: null, resync: false };
     } catch (error) {
       this.#refuse(server, error);
       return;
@@ -155,8 +156,9 @@ export class SessionSockets {
   /**
    * Sends a transient frame (token delta, tool progress) to every live socket of the object, in
    * the order of the calls, interleaved with `broadcast`. A socket still replaying skips it (it
-   * gets `partial_response` at `caught_up`); a live socket that is behind on events or has no room
-   * is closed with `SUBSCRIBER_SLOW_CLOSE_CODE`. Never throws.
+   * gets `partial_response` at `caught_up`); a live socket held back for lack of room skips it and
+   * gets `partial_response` again when it is back at the head; a socket that does not ack, or has
+   * been held back longer than `stallMs`, is closed with `SUBSCRIBER_SLOW_CLOSE_CODE`. Never throws.
    */
   broadcastTransient(frame: string): void {
     this.#sendTransient(undefined, frame, true);
@@ -167,25 +169,25 @@ export class SessionSockets {
     this.#sendTransient(sessionId, frame, false);
   }
 
-  #sendTransient(sessionId: string | undefined, frame: string, closeWhenFull: boolean): void {
+  #sendTransient(sessionId: string | undefined, frame: string, resyncWhenHeld: boolean): void {
     const bytes = frameByteLength(frame);
     const limits = this.#limits();
+    const now = this.#now();
     let total = this.#objectInFlight();
-    const heads = new Map<string, number>();
     for (const ws of this.#ctx.getWebSockets()) {
       const cursor = this.#cursorOf(ws);
       if (cursor === null || !cursor.caughtUp) continue;
       if (sessionId !== undefined && cursor.sessionId !== sessionId) continue;
-      let head = heads.get(cursor.sessionId);
-      if (head === undefined) {
-        head = this.#head(cursor.sessionId);
-        heads.set(cursor.sessionId, head);
-      }
-      const behind = (cursor.cursorSequence ?? 0) < head || cursor.stalledAt !== null;
-      if (behind || !fits(cursor, bytes, total, limits)) {
-        if (closeWhenFull) {
+      // Held back: events wait for acks (the log's head is not compared here: a commit's own
+      // push may still be on its way when a delta goes out), or no room for this frame.
+      if (cursor.stalledAt !== null || !fits(cursor, bytes, total, limits)) {
+        if (!cursor.paced || stalledTooLong(cursor, now, limits)) {
+          // It will not ack (or has not for too long): close it; it resumes from its cursor.
           total -= inFlight(cursor);
           this.#closeSlow(ws);
+        } else if (resyncWhenHeld) {
+          // Skipped: when acks let it reach the head again it gets the text in flight anew.
+          this.#attach(ws, { ...cursor, resync: true, stalledAt: cursor.stalledAt ?? now });
         }
         continue;
       }
@@ -257,7 +259,7 @@ export class SessionSockets {
         this.#closeSlow(ws);
         continue;
       }
-      if (!complete) next = { ...next, stalledAt: now };
+      if (!complete) next = { ...next, stalledAt: next.stalledAt ?? now };
       this.#attach(ws, next);
     }
   }
@@ -295,7 +297,9 @@ export class SessionSockets {
 
   /** True when the socket has events (or its `caught_up`) still to receive. */
   #waiting(cursor: SocketCursor): boolean {
-    return !cursor.caughtUp || cursor.stalledAt !== null || (cursor.cursorSequence ?? 0) < this.#head(cursor.sessionId);
+    return (
+      !cursor.caughtUp || cursor.resync || cursor.stalledAt !== null || (cursor.cursorSequence ?? 0) < this.#head(cursor.sessionId)
+    );
   }
 
   /** Unacknowledged bytes of every open socket of the object. */
@@ -386,7 +390,12 @@ export class SessionSockets {
           // Still synchronous: the text of a model response in flight, before any later delta.
           const partial = this.#options.partialFrame?.();
           if (partial !== undefined) cursor = this.#sendCounted(ws, cursor, partial);
-          cursor = { ...cursor, caughtUp: true };
+          cursor = { ...cursor, caughtUp: true, resync: false };
+        } else if (cursor.resync) {
+          // Transient frames were skipped while it was held back: the text in flight, anew.
+          const partial = this.#options.partialFrame?.();
+          if (partial !== undefined) cursor = this.#sendCounted(ws, cursor, partial);
+          cursor = { ...cursor, resync: false };
         }
         cursor = { ...cursor, stalledAt: null };
       } else if (!cursor.paced) {
