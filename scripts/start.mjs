@@ -4,7 +4,8 @@
 // 1. If `.dev.vars` is missing in the current directory (npm runs scripts from the package
 //    root), create it with a fresh ADMIN_TOKEN and TOKEN_SECRET (32 random bytes each, hex),
 //    readable by the owner only. An existing file is never touched.
-// 2. Print the admin token and a curl line for /healthz.
+// 2. Print the admin token, curl lines that are safe to paste twice (a journal command, which is
+//    idempotent by its commandId, and reads) and how to reset the local state.
 // 3. Run `wrangler dev` on 127.0.0.1 with telemetry, the update check, the `request.cf`
 //    download and any Cloudflare credentials switched off, forward SIGINT/SIGTERM to it and
 //    exit with its exit code.
@@ -58,15 +59,20 @@ if (adminToken) {
 } else {
   console.log(`Warning: ${devVarsPath} has no ADMIN_TOKEN; admin routes will refuse every request.`);
 }
-console.log('Try:');
+console.log('Try (each line is safe to paste twice):');
 console.log(`  curl -s ${baseUrl}/healthz`);
 if (adminToken) {
   const auth = `-H 'Authorization: Bearer ${adminToken}'`;
+  const json = "-H 'content-type: application/json'";
+  // A journal command is idempotent by its commandId: pasting it again answers "replayed" and
+  // appends nothing (the raw events route would append a second session_created, which the
+  // session's projection then refuses for good).
   console.log(
-    `  curl -s ${auth} -H 'content-type: application/json' ${baseUrl}/v1/sessions/demo/events \\\n` +
-      `    -d '{"events":[{"type":"session_created","data":{"source":"create"}}]}'`,
+    `  curl -s ${auth} ${json} ${baseUrl}/v1/sessions/demo/commands \\\n` +
+      `    -d '{"commandId":"demo-create","events":[{"type":"session_created","data":{"source":"create"}}]}'`,
   );
   console.log(`  curl -s ${auth} ${baseUrl}/v1/sessions/demo/events`);
+  console.log(`  curl -s ${auth} ${baseUrl}/v1/sessions/demo/projection`);
   console.log(`  API reference: ${baseUrl}/docs`);
 }
 // ---- edge agent demo (edge-agent helper; keep this block separate) ----
@@ -81,6 +87,9 @@ if (adminToken) {
   console.log(`  and subscribe: ws://${host}:${port}/v1/sessions/demo-agent/subscribe?access_token=<admin token>`);
 }
 // ---- end of edge agent demo ----
+console.log('');
+console.log(`Local state lives in ${path.join(root, '.wrangler', 'state')}; to start from an empty ledger, stop`);
+console.log('this server and delete that directory (rm -rf .wrangler/state).');
 console.log('');
 
 const wrangler = path.join(root, 'node_modules', '.bin', process.platform === 'win32' ? 'wrangler.cmd' : 'wrangler');

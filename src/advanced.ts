@@ -9,3 +9,7 @@ export {
   type JsonlDurableEventStoreOptions,
 } from './adapters/node/jsonl/options.js';
 export { SqliteDurableEventStore, type SqliteDurableEventStoreOptions } from './adapters/node/sqlite/sqlite-store.js';
+export {
+  SqliteSessionFilesStore,
+  type SqliteSessionFilesStoreOptions,
+} from './adapters/node/sqlite/session-files-store.js';

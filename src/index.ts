@@ -117,6 +117,15 @@ export {
   type ProjectedDurableSession,
 } from './core/projector/index.js';
 export {
+  DurableCheckpointInconclusiveError,
+  isCheckpointInconclusive,
+  isCheckpointStore,
+  type DurableCheckpointOutcome,
+  type DurableCheckpointPolicy,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from './core/checkpoint/index.js';
+export {
   DurableEventSubscription,
   type DurableEventSubscriptionOptions,
   type DurableSubscriptionCaughtUpMessage,

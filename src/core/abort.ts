@@ -5,6 +5,7 @@
  * call a derived signal that aborts when either fires, so a well-behaved store stops waiting; a
  * store that ignores its signal is still bounded because the race settles at the deadline.
  */
+import { systemTime, type TimeSource } from './time.js';
 
 /** Throws the signal's reason (an `AbortError` unless the caller chose another) when aborted. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -57,19 +58,21 @@ export function anySignal(signals: ReadonlyArray<AbortSignal | undefined>): Abor
  * - caller abort -> rejects with the caller's abort reason;
  * - deadline -> rejects with `onTimeout()` (the call's signal is aborted with a {@link DeadlineExceeded});
  * - otherwise settles like `call`.
+ * The deadline runs on `time` (default: the host's timers; tests pass a `ManualTimeSource`).
  */
 export async function withDeadline<T>(
   timeoutMs: number,
   signal: AbortSignal | undefined,
   call: (signal: AbortSignal) => Promise<T>,
   onTimeout: () => unknown,
+  time: TimeSource = systemTime,
 ): Promise<T> {
   throwIfAborted(signal);
   const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: unknown;
   let detach: (() => void) | undefined;
   const stop = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    timer = time.setTimer(() => {
       controller.abort(new DeadlineExceeded(timeoutMs));
       reject(onTimeout());
     }, timeoutMs);
@@ -85,7 +88,7 @@ export async function withDeadline<T>(
   try {
     return await Promise.race([call(controller.signal), stop]);
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) time.clearTimer(timer);
     detach?.();
   }
 }

@@ -71,7 +71,7 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
 
   it('runs the lease handle and recovery suites unchanged against the edge', async () => {
     const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
-    const result = await runStoreConformance<HttpDurableEventStore>({
+    const result = await runStoreConformance<DurableEventStore>({
       createStore: newStore,
       restart: () => newStore(),
       skip: [{ reason: 'run by the first test', checks: storeConformanceChecks.map((check) => check.name) }],

@@ -17,7 +17,8 @@
  * One pack and one install per project are shared by every test of this file. Entries declared in
  * `package.json` whose source has not landed yet are skipped with a warning.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,7 +47,7 @@ for (const entry of entries.filter((e) => !e.present)) {
 }
 
 let packed: PackedPackage;
-/** Node consumer: agent-ledger + fs-native-extensions (no better-sqlite3) + types for tsc. */
+/** Node consumer: agent-ledger + the optional peers except better-sqlite3 (fs-native-extensions, pg) + types for tsc. */
 const app = path.join(work, 'app');
 /** Node consumer with better-sqlite3 and without fs-native-extensions. */
 const sqliteApp = path.join(work, 'sqlite-app');
@@ -63,9 +64,10 @@ beforeAll(async () => {
     name: 'consumer-app',
     private: true,
     type: 'module',
-    dependencies: { 'agent-ledger': '*', 'fs-native-extensions': pinned('fs-native-extensions'), ws: pinned('ws') },
+    dependencies: { 'agent-ledger': '*', 'fs-native-extensions': pinned('fs-native-extensions'), pg: pinned('pg'), ws: pinned('ws') },
     devDependencies: {
       '@types/node': pinned('@types/node'),
+      '@types/pg': pinned('@types/pg'),
       '@types/ws': pinned('@types/ws'),
       '@cloudflare/workers-types': pinned('@cloudflare/workers-types'),
     },
@@ -80,9 +82,10 @@ beforeAll(async () => {
   await Promise.all([installConsumer(app, packed), installConsumer(sqliteApp, packed)]);
 }, 360_000);
 
-afterAll(() => {
-  rmSync(work, { recursive: true, force: true });
-});
+afterAll(async () => {
+  // Several installed projects and wrangler state: removing them can take a while on a busy disk.
+  await rm(work, { recursive: true, force: true, maxRetries: 3 });
+}, 180_000);
 
 function node(cwd: string, script: string, args: string[] = []): Promise<string> {
   return runOk(process.execPath, [script, ...args], { cwd, env: offlineEnv(), timeoutMs: 60_000 });

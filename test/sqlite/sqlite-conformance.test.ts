@@ -64,10 +64,10 @@ describe('runStoreConformance against SqliteDurableEventStore', () => {
 
   it('passes the lease handle and recovery suites', async () => {
     const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
-    const result = await runStoreConformance<SqliteDurableEventStore>({
+    const result = await runStoreConformance<DurableEventStore>({
       createStore: openStore,
       restart: (old) => {
-        old.close();
+        (old as SqliteDurableEventStore).close();
         return openStore();
       },
       skip: [{ reason: 'run by the test above', checks: storeConformanceChecks.map((check) => check.name) }],

@@ -59,6 +59,7 @@ describe('SQL schema migration', () => {
     expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION);
     expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
     expect(tables(db)).toEqual([
+      'checkpoints',
       'durability_records',
       'events',
       'leases',

@@ -4,7 +4,8 @@
  * The script works in its current directory, so each test runs it in a scratch directory:
  * the dry runs check `.dev.vars` handling and the printed hints without starting anything; the
  * last test starts the real `wrangler dev` (the scratch directory links to this repository's
- * `worker/` and `node_modules/`), calls /healthz, stops it with SIGTERM and checks the exit.
+ * `worker/` and `node_modules/`), calls /healthz, pastes every printed `curl` line twice into bash
+ * (the second paste must change nothing), stops it with SIGTERM and checks the exit.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -85,6 +86,15 @@ describe('scripts/start.mjs --dry-run', () => {
   });
 });
 
+/** The `curl` lines `npm start` printed, continuation lines joined. */
+function printedCurlCommands(output: string): string[] {
+  const joined = output.replace(/\\\n\s*/g, ' ');
+  return joined
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith('curl '));
+}
+
 async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -152,6 +162,30 @@ describe('scripts/start.mjs (wrangler dev)', () => {
       expect(response.status).toBe(200);
       expect(await response.json()).toEqual({ ok: true, name: 'agent-ledger', protocol: 4 });
 
+      // Every printed example, pasted twice into a shell: the second paste changes nothing.
+      const pasted = printedCurlCommands(output);
+      expect(pasted.length).toBeGreaterThanOrEqual(4);
+      const answers: Array<Array<{ status: string; body: string }>> = [];
+      for (let round = 0; round < 2; round += 1) {
+        answers.push(
+          pasted.map((command) => {
+            const result = spawnSync('bash', ['-c', `${command} -w '\\n%{http_code}'`], { encoding: 'utf8', timeout: 20_000 });
+            const lines = result.stdout.trimEnd().split('\n');
+            return { status: lines.at(-1) ?? '', body: lines.slice(0, -1).join('\n') };
+          }),
+        );
+      }
+      for (const round of answers) {
+        for (const [index, answer] of round.entries()) expect(answer.status, `${pasted[index]}\n${answer.body}`).toMatch(/^2\d\d$/);
+      }
+      const commandIndex = pasted.findIndex((command) => command.includes('/commands'));
+      expect(commandIndex).toBeGreaterThanOrEqual(0);
+      expect(JSON.parse(answers[0]?.[commandIndex]?.body ?? '{}')).toMatchObject({ status: 'committed', headSequence: 1 });
+      expect(JSON.parse(answers[1]?.[commandIndex]?.body ?? '{}')).toMatchObject({ status: 'replayed', headSequence: 1 });
+      const eventsIndex = pasted.findIndex((command) => command.endsWith('/events'));
+      expect((JSON.parse(answers[1]?.[eventsIndex]?.body ?? '{}') as { events: unknown[] }).events).toHaveLength(1);
+      expect(output).toContain('rm -rf .wrangler/state');
+
       child.kill('SIGTERM');
       const code = await exited;
       expect(code, output).toBe(0);
@@ -160,5 +194,5 @@ describe('scripts/start.mjs (wrangler dev)', () => {
     } finally {
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
     }
-  }, 60_000);
+  }, 120_000);
 });

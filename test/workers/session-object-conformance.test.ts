@@ -11,6 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
+import { leaseHandleConformanceChecks } from '../../src/conformance/checks-lease-handle.js';
+import { recoveryConformanceChecks } from '../../src/conformance/checks-recovery.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
 import { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
@@ -50,6 +52,21 @@ describe('runStoreConformance against DurableObjectEventStore (workerd)', () => 
     expect(result.skipped.map((s) => s.check).sort()).toEqual([...watchChecks].sort());
     expect(result.checks.length + result.skipped.length).toBe(all.length);
     expect(result.checks).toEqual(expect.arrayContaining(journalConformanceChecks.map((c) => c.name)));
+  });
+
+  it('passes the lease handle and recovery suites', async () => {
+    const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
+    const result = await runStoreConformance<DurableEventStore>({
+      createStore: () => new DurableObjectEventStore(env.SESSIONS),
+      restart: async () => {
+        await abortAllDurableObjects();
+        return new DurableObjectEventStore(env.SESSIONS);
+      },
+      skip: [{ reason: 'run by the test above', checks: storeConformanceChecks.map((check) => check.name) }],
+      extraChecks,
+      sessionPrefix: 'do-lease-recovery',
+    });
+    expect(result.checks).toEqual(extraChecks.map((check) => check.name));
   });
 
   it('satisfies both store contracts at the type level', () => {

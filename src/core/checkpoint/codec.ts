@@ -28,7 +28,7 @@ export interface DecodedCheckpoint {
   readonly projectorVersion: number;
   /** `hashString` of the canonical JSON of the event at `sequence`. */
   readonly anchor: number;
-  /** Running hash of the canonical JSON of events 1..sequence. */
+  /** Running hash of the identities (`eventIdentityText`) of events 1..sequence. */
   readonly digest: RunningHashState;
   readonly state: FoldState;
   readonly commands: CommandIndexCheckpoint;
@@ -41,9 +41,18 @@ export function canonicalEventText(event: DurableEventEnvelope): string {
   return canonicalJson(event as unknown as JsonValue);
 }
 
+/**
+ * What the running digest chains for one event: its identity (sequence, store-assigned event ID,
+ * type, command, commit time), not its body. Canonicalising every body on the append path costs
+ * more than the checkpoint is worth; bodies are covered where it matters on open, at the anchor.
+ */
+export function eventIdentityText(event: DurableEventEnvelope): string {
+  return `${event.sequence}|${event.eventId}|${event.type}|${event.commandId ?? ''}|${event.recordedAt}`;
+}
+
 /** The running digest after `event`. */
 export function chainDigest(digest: RunningHashState, event: DurableEventEnvelope): RunningHashState {
-  return feedHash(digest, canonicalEventText(event));
+  return feedHash(digest, eventIdentityText(event));
 }
 
 /** The anchor hash of the event a checkpoint stands at. */

@@ -24,9 +24,9 @@ import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { canonicalEventText, encodeCheckpoint } from '../checkpoint/codec.js';
+import { anchorOf, chainDigest, encodeCheckpoint } from '../checkpoint/codec.js';
 import { isCheckpointStore, type DurableCheckpointStore } from '../checkpoint/contract.js';
-import { feedHash, hashString, INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
+import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
 import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
@@ -44,10 +44,12 @@ export class JournalLog {
   index = new CommandIndex();
   #head: EventSequence | null = null;
   #lastEventId: EventId | null = null;
-  /** Running digest of the canonical events 1..head. */
+  /** Running digest of the identities of events 1..head (`chainDigest`). */
   #digest: RunningHashState = INITIAL_HASH_STATE;
-  /** Hash of the canonical event at the head. */
+  /** Hash of the canonical event at the head, when it came from a checkpoint... */
   #anchor = 0;
+  /** ...or the event at the head itself (hashed only when a checkpoint is captured). */
+  #anchorEvent: DurableEventEnvelope | null = null;
   /** Hashes of the used IDs already drained from the projector's key set. */
   #filter: HashedKeyFilter = HashedKeyFilter.EMPTY;
   /** True while the projector stands on a checkpoint's key filter. */
@@ -103,6 +105,7 @@ export class JournalLog {
     this.#lastEventId = decoded.eventId;
     this.#digest = decoded.digest;
     this.#anchor = decoded.anchor;
+    this.#anchorEvent = null;
     this.#filter = decoded.keys;
     this.#restored = true;
     this.#trackAdds();
@@ -117,6 +120,7 @@ export class JournalLog {
     this.#lastEventId = null;
     this.#digest = INITIAL_HASH_STATE;
     this.#anchor = 0;
+    this.#anchorEvent = null;
     this.#filter = HashedKeyFilter.EMPTY;
     this.#restored = false;
     this.#sinceEvents = 0;
@@ -175,7 +179,9 @@ export class JournalLog {
     } catch (error) {
       if (!isCheckpointInconclusive(error)) throw error;
       await this.rebuild(signal, error.message);
+      return;
     }
+    this.maybeCheckpoint();
   }
 
   async #refreshOnce(signal: AbortSignal | undefined): Promise<void> {
@@ -239,18 +245,24 @@ export class JournalLog {
     // The running digest only feeds checkpoints: a journal that never writes one skips it.
     if (!this.#writesCheckpoints) return;
     let digest = this.#digest;
-    let text = '';
     for (const event of events) {
-      text = canonicalEventText(event);
-      digest = feedHash(digest, text);
-      this.#sinceBytes += text.length;
+      digest = chainDigest(digest, event);
+      // Envelopes are plain JSON; the native serialiser is the cheap size estimate.
+      this.#sinceBytes += JSON.stringify(event).length;
     }
     this.#digest = digest;
-    this.#anchor = hashString(text);
+    this.#anchorEvent = last;
     this.#sinceEvents += events.length;
-    if (checkpointDue(this.checkpoints, last.sequence, this.#sinceEvents, this.#sinceBytes)) {
-      void this.checkpoint(false);
-    }
+  }
+
+  /**
+   * Queues a checkpoint write when the policy says one is due. Called once per refresh and once
+   * per accepted append, not per page: a long catch-up writes one checkpoint at its end.
+   */
+  maybeCheckpoint(): void {
+    const head = this.#head;
+    if (head === null || !this.#writesCheckpoints) return;
+    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes)) void this.checkpoint(false);
   }
 
   /**
@@ -269,7 +281,7 @@ export class JournalLog {
     const drained = ids.drainAdds();
     const commands = this.index.toCheckpoint(this.checkpoints.keepCommands);
     const digest = this.#digest;
-    const anchor = this.#anchor;
+    const anchor = this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent);
     const generation = this.#generation;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;

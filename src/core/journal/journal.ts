@@ -317,6 +317,7 @@ export class DurableSessionJournal {
     }
     try {
       this.#log.fold(events);
+      this.#log.maybeCheckpoint();
     } catch (error) {
       if (!isCheckpointInconclusive(error)) throw error;
       await this.#log.rebuild(signal, error.message);

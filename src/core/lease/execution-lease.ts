@@ -36,7 +36,8 @@ import {
   type DurableStoreCallOptions,
 } from '../store.js';
 import { asLeaseTimeout, invalid, lost, timeoutError } from './lease-errors.js';
-import { leaseInstant, LocalExpiry, monotonicNow } from './local-expiry.js';
+import type { TimeSource } from '../time.js';
+import { leaseInstant, LocalExpiry } from './local-expiry.js';
 import { resolveLeaseOptions, type DurableExecutionLeaseOptions, type ResolvedLeaseOptions } from './lease-options.js';
 import { forgetPendingLease, pendingLeaseId, rememberPendingLease } from './pending-acquisitions.js';
 
@@ -65,8 +66,9 @@ export class DurableExecutionLease {
   readonly #expiry: LocalExpiry;
   readonly #controller = new AbortController();
   #record: DurableExecutionLeaseRecord;
-  #heartbeat: ReturnType<typeof setTimeout> | undefined;
-  #watchdog: ReturnType<typeof setTimeout> | undefined;
+  readonly #time: TimeSource;
+  #heartbeat: unknown;
+  #watchdog: unknown;
   #released = false;
   /** Tail of the queue that runs renewals, `withExecutionLease` bodies and release one at a time. */
   #chain: Promise<unknown> = Promise.resolve();
@@ -85,6 +87,7 @@ export class DurableExecutionLease {
     this.#expiry = expiry;
     this.#heartbeatIntervalMs = options.heartbeatIntervalMs;
     this.#storeTimeoutMs = options.storeTimeoutMs;
+    this.#time = options.time;
     this.#armWatchdog();
     this.#scheduleHeartbeat(sentAtMonotonicMs);
   }
@@ -105,9 +108,9 @@ export class DurableExecutionLease {
   ): Promise<DurableExecutionLease> {
     if (!isExecutionLeaseStore(store)) throw invalid('the store does not implement DurableExecutionLeaseStore');
     const o = resolveLeaseOptions(options);
-    const leaseId = o.leaseId ?? pendingLeaseId(store, sessionId, o.ownerId, monotonicNow()) ?? crypto.randomUUID();
+    const leaseId = o.leaseId ?? pendingLeaseId(store, sessionId, o.ownerId, o.time.monotonicNow()) ?? crypto.randomUUID();
     throwIfAborted(o.signal);
-    const sent = leaseInstant();
+    const sent = leaseInstant(o.time);
     const uncertain = (): void =>
       rememberPendingLease(store, sessionId, o.ownerId, leaseId, sent.monotonicMs + o.storeTimeoutMs + o.ttlMs);
     let record: DurableExecutionLeaseRecord;
@@ -117,6 +120,7 @@ export class DurableExecutionLease {
         o.signal,
         (signal) => store.acquireExecutionLease(sessionId, { ownerId: o.ownerId, leaseId, ttlMs: o.ttlMs, signal }),
         () => timeoutError('acquisition', o.storeTimeoutMs, leaseId),
+        o.time,
       );
     } catch (error) {
       // A lease decision (conflict, invalid) proves this attempt changed nothing; anything else may have.
@@ -131,7 +135,7 @@ export class DurableExecutionLease {
     ) {
       throw invalid('the store answered the acquisition with a record of another lease');
     }
-    const expiry = new LocalExpiry(o.ttlMs, sent);
+    const expiry = new LocalExpiry(o.ttlMs, sent, o.time);
     if (expiry.remainingMs() < 1) {
       uncertain();
       throw new DurableExecutionLeaseTimeoutError(
@@ -223,6 +227,7 @@ export class DurableExecutionLease {
             return body(fence, bodyController.signal);
           },
           () => timeoutError('fenced operation', timeoutMs, fence.leaseId),
+          this.#time,
         );
       } catch (error) {
         if (isDurableExecutionLeaseTimeoutError(error)) this.#fail(error);
@@ -253,6 +258,7 @@ export class DurableExecutionLease {
           options.signal,
           (signal) => this.#store.releaseExecutionLease(this.sessionId, fence, { signal }),
           () => timeoutError('release', this.#storeTimeoutMs, fence.leaseId),
+          this.#time,
         );
       } catch (error) {
         if (!(isDurableExecutionLeaseError(error) && error.code === 'DURABLE_EXECUTION_LEASE_LOST')) {
@@ -265,7 +271,7 @@ export class DurableExecutionLease {
 
   async #renew(): Promise<DurableExecutionLeaseRecord> {
     this.throwIfLost();
-    const sent = leaseInstant();
+    const sent = leaseInstant(this.#time);
     const record = await this.#activeCall(
       'renewal',
       (signal) => this.#store.renewExecutionLease(this.sessionId, this.fence, { ttlMs: this.#expiry.ttlMs, signal }),
@@ -303,7 +309,7 @@ export class DurableExecutionLease {
     const timeoutMs = this.#activeTimeoutMs(what);
     const leaseId = this.#record.leaseId;
     try {
-      return await withDeadline(timeoutMs, callerSignal, call, () => timeoutError(what, timeoutMs, leaseId));
+      return await withDeadline(timeoutMs, callerSignal, call, () => timeoutError(what, timeoutMs, leaseId), this.#time);
     } catch (error) {
       const mapped = asLeaseTimeout(error, what, leaseId);
       const cancelled =
@@ -330,30 +336,28 @@ export class DurableExecutionLease {
   }
 
   #armWatchdog(): void {
-    if (this.#watchdog !== undefined) clearTimeout(this.#watchdog);
+    if (this.#watchdog !== undefined) this.#time.clearTimer(this.#watchdog);
     const delayMs = Math.max(1, Math.ceil(this.#expiry.remainingMs()));
-    this.#watchdog = setTimeout(() => {
+    this.#watchdog = this.#time.setTimer(() => {
       this.#watchdog = undefined;
       if (this.#checkExpiry()) this.#armWatchdog();
-    }, delayMs);
-    unref(this.#watchdog);
+    }, delayMs, true);
   }
 
   /** Next heartbeat: one interval after the last acquisition or renewal was sent. */
   #scheduleHeartbeat(sentAtMonotonicMs: number): void {
-    if (this.#heartbeat !== undefined) clearTimeout(this.#heartbeat);
-    const delayMs = Math.max(0, sentAtMonotonicMs + this.#heartbeatIntervalMs - monotonicNow());
-    this.#heartbeat = setTimeout(() => {
+    if (this.#heartbeat !== undefined) this.#time.clearTimer(this.#heartbeat);
+    const delayMs = Math.max(0, sentAtMonotonicMs + this.#heartbeatIntervalMs - this.#time.monotonicNow());
+    this.#heartbeat = this.#time.setTimer(() => {
       this.#heartbeat = undefined;
       // A failed renewal has already aborted `signal`; nobody awaits this promise.
       this.#serialize(() => this.#renew()).catch(() => undefined);
-    }, delayMs);
-    unref(this.#heartbeat);
+    }, delayMs, true);
   }
 
   #stopTimers(): void {
-    if (this.#heartbeat !== undefined) clearTimeout(this.#heartbeat);
-    if (this.#watchdog !== undefined) clearTimeout(this.#watchdog);
+    if (this.#heartbeat !== undefined) this.#time.clearTimer(this.#heartbeat);
+    if (this.#watchdog !== undefined) this.#time.clearTimer(this.#watchdog);
     this.#heartbeat = undefined;
     this.#watchdog = undefined;
   }
@@ -380,9 +384,3 @@ export function withExecutionLease<T>(
   return lease.withExecutionLease(body, options);
 }
 
-/** Timers must not keep a process alive just to heartbeat (Node timers have `unref`; others do not). */
-function unref(timer: unknown): void {
-  // SAFETY: only probed; `unref` is called when it is a function (Node), skipped elsewhere.
-  const t = timer as { unref?: () => void };
-  if (typeof t.unref === 'function') t.unref();
-}

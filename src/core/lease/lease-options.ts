@@ -7,6 +7,7 @@
 import { describeInvalidId, type WorkerId } from '../../protocol/ids.js';
 import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { checkLeaseTtl } from '../log-engine.js';
+import { systemTime, type TimeSource } from '../time.js';
 import { invalid } from './lease-errors.js';
 
 /** Options of {@link DurableExecutionLease.acquire}. */
@@ -30,6 +31,11 @@ export interface DurableExecutionLeaseOptions {
   leaseId?: string | undefined;
   /** Cancels the acquisition attempt (its outcome is then uncertain, like a timeout). */
   signal?: AbortSignal | undefined;
+  /**
+   * Clocks and timers of the heartbeat, the watchdog, the local expiry window and every call
+   * deadline (default: the host's). Tests pass a `ManualTimeSource` to drive them deterministically.
+   */
+  time?: TimeSource | undefined;
 }
 
 /** Options with defaults applied. */
@@ -40,6 +46,7 @@ export interface ResolvedLeaseOptions {
   storeTimeoutMs: number;
   leaseId: string | undefined;
   signal: AbortSignal | undefined;
+  time: TimeSource;
 }
 
 /** Validates acquisition options; throws `DURABLE_EXECUTION_LEASE_INVALID`. */
@@ -70,5 +77,6 @@ export function resolveLeaseOptions(options: DurableExecutionLeaseOptions): Reso
     storeTimeoutMs,
     leaseId: options.leaseId,
     signal: options.signal,
+    time: options.time ?? systemTime,
   };
 }

@@ -12,9 +12,11 @@
  * A jump of either clock can only shorten the window, so the error is always towards failing closed.
  */
 
-/** Monotonic milliseconds. */
+import { systemTime, type TimeSource } from '../time.js';
+
+/** Monotonic milliseconds of the host. */
 export function monotonicNow(): number {
-  return performance.now();
+  return systemTime.monotonicNow();
 }
 
 /** A point in time on both clocks. */
@@ -23,9 +25,9 @@ export interface LeaseInstant {
   wallMs: number;
 }
 
-/** Now, on both clocks. */
-export function leaseInstant(): LeaseInstant {
-  return { monotonicMs: monotonicNow(), wallMs: Date.now() };
+/** Now, on both clocks of `time`. */
+export function leaseInstant(time: TimeSource = systemTime): LeaseInstant {
+  return { monotonicMs: time.monotonicNow(), wallMs: time.wallNow() };
 }
 
 /** The end of the local window: `start + ttlMs` on both clocks. */
@@ -36,6 +38,7 @@ export class LocalExpiry {
   constructor(
     readonly ttlMs: number,
     start: LeaseInstant,
+    private readonly time: TimeSource = systemTime,
   ) {
     this.#monotonicEnd = start.monotonicMs + ttlMs;
     this.#wallEnd = start.wallMs + ttlMs;
@@ -49,6 +52,6 @@ export class LocalExpiry {
 
   /** Milliseconds left; `<= 0` once either clock says the window has ended. */
   remainingMs(): number {
-    return Math.min(this.#monotonicEnd - monotonicNow(), this.#wallEnd - Date.now());
+    return Math.min(this.#monotonicEnd - this.time.monotonicNow(), this.#wallEnd - this.time.wallNow());
   }
 }

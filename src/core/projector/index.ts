@@ -1,7 +1,7 @@
 /**
  * The projector: lifecycle invariants, session projection and recovery classification.
  */
-export { DurableSessionProjector, type DurableSessionProjectorOptions } from './projector.js';
+export { DURABLE_PROJECTOR_VERSION, DurableSessionProjector, type DurableSessionProjectorOptions } from './projector.js';
 export {
   projectDurableSession,
   type ProjectDurableSessionOptions,

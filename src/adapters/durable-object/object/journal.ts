@@ -111,14 +111,16 @@ export class SessionJournalHost {
 
   /**
    * Folds what was appended since the unfenced journal's head; its checkpoint policy then writes
-   * a checkpoint when one is due. Resolves once that write settled. Failures are dropped: a
-   * checkpoint is derived data and the next open folds from the previous one.
+   * a checkpoint when one is due (with `force`: one at the head in any case). Resolves once that
+   * write settled. Failures are dropped: a checkpoint is derived data and the next open folds
+   * from the previous one.
    */
-  maintainCheckpoints(sessionId: SessionId): Promise<void> {
+  maintainCheckpoints(sessionId: SessionId, force: boolean): Promise<void> {
     return this.#enqueue(sessionId, async () => {
       const slot = this.#unfenced;
       const journal = await this.#journalOf(slot, sessionId);
       await this.#watch(slot, 'journal', () => journal.refresh());
+      if (force) await journal.writeCheckpoint();
       await journal.flushCheckpoints();
     }).catch(() => undefined);
   }

@@ -496,7 +496,9 @@ export class SessionObject
   }
 
   /** Writes projection checkpoints after enough appends, off their critical path (`checkpoints.ts`). */
-  readonly #checkpoints = new ObjectCheckpoints((sessionId) => this.#journalHost().maintainCheckpoints(sessionId));
+  readonly #checkpoints = new ObjectCheckpoints((sessionId, force) =>
+    this.#journalHost().maintainCheckpoints(sessionId, force),
+  );
 
   #journalHost(): SessionJournalHost {
     return (this.#journals ??= new SessionJournalHost(this.#store));

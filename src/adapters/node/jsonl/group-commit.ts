@@ -79,6 +79,8 @@ interface Entry {
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** `performance.now()` when the append was submitted. */
+  submittedAt: number;
   /** `performance.now()` value past which the append must not report success. */
   deadline: number;
   phase: 'queued' | 'taken' | 'settled';
@@ -125,12 +127,14 @@ export class GroupCommitQueue {
         signal,
         onAbort: undefined,
         timer: undefined,
-        deadline: performance.now() + operationTimeoutMs,
+        submittedAt: performance.now(),
+        deadline: 0,
         phase: 'queued',
       };
-      entry.timer = immediate
-        ? setTimeout(onOperationDeadline, operationTimeoutMs, this, entry)
-        : setTimeout(onLockDeadline, lockTimeoutMs, this, entry);
+      entry.deadline = entry.submittedAt + operationTimeoutMs;
+      // An append to an idle session usually commits synchronously in the drain's first step (lock
+      // free, cache current): its deadline timer is armed only if the drain has to wait (#armTimers).
+      if (this.#state !== 'idle') this.#armTimer(entry);
       if (signal !== undefined) {
         entry.onAbort = () => this.#cancel(entry, abortReason(signal));
         signal.addEventListener('abort', entry.onAbort, { once: true });
@@ -143,6 +147,21 @@ export class GroupCommitQueue {
         queueMicrotask(() => void this.#drain());
       }
     });
+  }
+
+  /** Arms the entry's deadline timer (lock deadline while queued), counting from its submission. */
+  #armTimer(entry: Entry): void {
+    if (entry.timer !== undefined || entry.phase === 'settled') return;
+    const elapsed = performance.now() - entry.submittedAt;
+    entry.timer =
+      this.port.lockTimeoutMs === 0
+        ? setTimeout(onOperationDeadline, Math.max(0, this.port.operationTimeoutMs - elapsed), this, entry)
+        : setTimeout(onLockDeadline, Math.max(0, this.port.lockTimeoutMs - elapsed), this, entry);
+  }
+
+  /** Arms the timers of every append still waiting, before the drain waits for anything. */
+  #armTimers(entries: readonly Entry[]): void {
+    for (const entry of entries) this.#armTimer(entry);
   }
 
   /** @internal Timer callback at `operationTimeoutMs`: the append stops waiting (`DURABLE_EVENT_IO_TIMEOUT`). */
@@ -196,13 +215,19 @@ export class GroupCommitQueue {
     try {
       while (this.#pending.length > 0) {
         // Between groups, yield one turn so callers of the group just settled can queue again.
-        if (!first) await nextTurn();
+        if (!first) {
+          this.#armTimers(this.#pending);
+          await nextTurn();
+        }
         first = false;
         if (this.#pending.length === 0) break;
         this.#state = 'waiting';
         // The common case (lock free, cache current) runs without a single await.
         let release = this.#tryAcquire();
-        if (release === 'wait') release = await this.#waitForLock();
+        if (release === 'wait') {
+          this.#armTimers(this.#pending);
+          release = await this.#waitForLock();
+        }
         if (release === undefined) continue;
         this.#state = 'committing';
         const committing = this.#commitGroup(release);
@@ -267,6 +292,8 @@ export class GroupCommitQueue {
       this.#finishGroup(group, release, outcomes);
       return undefined;
     }
+    // The commit went asynchronous (a catch-up read): the group's deadlines must run meanwhile.
+    this.#armTimers(group);
     return outcomes.then(
       (settled) => this.#finishGroup(group, release, settled),
       (error: unknown) => this.#finishGroup(group, release, failAll(error)),

@@ -6,3 +6,8 @@ export {
   SqliteDurableEventStore,
   type SqliteDurableEventStoreOptions,
 } from './sqlite-store.js';
+export {
+  DEFAULT_MAX_OPEN_SESSION_FILES,
+  SqliteSessionFilesStore,
+  type SqliteSessionFilesStoreOptions,
+} from './session-files-store.js';

@@ -1,0 +1,21 @@
+/**
+ * Projection checkpoints: the optional store capability, the journal's write policy, what an open
+ * reports, and the error a checkpoint-restored projector throws when only the full log can
+ * decide. See `docs/checkpoints.md`.
+ */
+export {
+  checkCheckpointRecord,
+  isCheckpointStore,
+  MAX_CHECKPOINT_BYTES,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from './contract.js';
+export {
+  DEFAULT_CHECKPOINT_EVERY_BYTES,
+  DEFAULT_CHECKPOINT_EVERY_EVENTS,
+  DEFAULT_CHECKPOINT_KEEP_COMMANDS,
+  DEFAULT_CHECKPOINT_SPACING_DIVISOR,
+  type DurableCheckpointPolicy,
+} from './policy.js';
+export type { DurableCheckpointOutcome } from './load.js';
+export { DurableCheckpointInconclusiveError, isCheckpointInconclusive } from './key-filter.js';
