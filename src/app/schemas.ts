@@ -144,6 +144,13 @@ export const subscribeQuerySchema = z.strictObject({
     .string()
     .optional()
     .meta({ description: 'Bearer token for clients that cannot set headers (EventSource, browser WebSocket).' }),
+  ack: z
+    .enum(['0', '1'])
+    .optional()
+    .meta({
+      description:
+        'WebSocket only: `1` announces that the client sends `{"type":"ack","bytes":N}` acknowledgements (flow control; see docs/http-api.md). Without it the object sends at most one window (1 MiB) per connection, then closes with 4008.',
+    }),
   frames: z
     .enum(['events', 'all'])
     .optional()

@@ -15,22 +15,44 @@
  * object) hold an unbounded backlog. EventSource reconnects with `Last-Event-ID` and is replayed
  * from the log, then gets the partial text again. The stream also ends after
  * `SSE_MAX_LIFETIME_MS`, like the long-polling SSE.
+ *
+ * Flow control toward the object: the relay subscribes with `?ack=1` and acknowledges the frames
+ * it wrote into the response only while the response's queue leaves
+ * {@link SSE_RELAY_ACK_HEADROOM_BYTES} free (room for the object's window and one more frame);
+ * otherwise it acknowledges when the reader pulls. A long replay therefore waits in the log for
+ * a reader that reads slowly instead of overflowing the relay; only a reader that stops reading
+ * (or an object window larger than the headroom) reaches the bound. When the object closes the
+ * socket for falling behind (`SUBSCRIBER_SLOW_CLOSE_CODE`), the stream ends with the same error.
  */
 import type { SessionId } from '../protocol/ids.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
 import { SSE_MAX_LIFETIME_MS, SSE_RETRY_MS } from './sse.js';
+import {
+  SUBSCRIBER_ACK_PARAM,
+  SUBSCRIBER_PONG,
+  SUBSCRIBER_SLOW_CLOSE_CODE,
+  encodeSubscriberAck,
+  frameByteLength,
+} from '../protocol/frames.js';
 
 /** Most unread bytes one relayed SSE response may queue before it is ended. */
 
 /** The server end of a Workers WebSocket, as the relay uses it. */
 interface RelaySocket {
   accept(): void;
+  send(message: string): void;
   close(code?: number, reason?: string): void;
   addEventListener(type: 'message', listener: (event: { data: unknown }) => void): void;
-  addEventListener(type: 'close' | 'error', listener: () => void): void;
+  addEventListener(type: 'close', listener: (event: { code: number }) => void): void;
+  addEventListener(type: 'error', listener: () => void): void;
 }
 
-export const SSE_RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
+export const SSE_RELAY_MAX_BUFFERED_BYTES = 3 * 1024 * 1024;
+/**
+ * Free room the response queue must keep for the relay to acknowledge at once: the object's
+ * default window (1 MiB) plus one frame of a 1 MiB event, with margin.
+ */
+export const SSE_RELAY_ACK_HEADROOM_BYTES = 2 * 1024 * 1024 + 64 * 1024;
 /** WebSocket close code the relay uses toward the object when its reader fell behind. */
 export const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
 
@@ -65,6 +87,7 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
   const target = new URL('https://session-object.internal/subscribe');
   target.searchParams.set('sessionId', options.sessionId);
   if (options.after !== undefined) target.searchParams.set('after', options.after);
+  target.searchParams.set(SUBSCRIBER_ACK_PARAM, '1');
   let upgrade: Response;
   try {
     upgrade = await options.object.fetch(new Request(target, { headers: { Upgrade: 'websocket' } }));
@@ -81,6 +104,18 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
   const encoder = new TextEncoder();
   const limit = options.maxBufferedBytes ?? SSE_RELAY_MAX_BUFFERED_BYTES;
   let open = true;
+  /** Flow control: bytes received from the object, and acknowledged to it. */
+  let received = 0;
+  let acked = 0;
+  const ack = (): void => {
+    if (!open || received === acked) return;
+    try {
+      socket.send(encodeSubscriberAck(received));
+      acked = received;
+    } catch {
+      // Closing.
+    }
+  };
   let lifetime: ReturnType<typeof setTimeout> | undefined;
   const closeSocket = (code: number, reason: string): void => {
     try {
@@ -102,31 +137,44 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
             // Already closed or errored.
           }
         };
+        const fellBehind = (): void => {
+          if (!open) return;
+          const frame = JSON.stringify({
+            type: 'error',
+            code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
+            message: `the subscriber fell more than ${limit} bytes behind; reconnect with Last-Event-ID`,
+          });
+          controller.enqueue(encoder.encode(`event: error\ndata: ${frame}\n\n`));
+          closeSocket(SLOW_SUBSCRIBER_CLOSE_CODE, 'subscriber too slow');
+          finish();
+        };
         controller.enqueue(encoder.encode(`retry: ${SSE_RETRY_MS}\n\n`));
         socket.addEventListener('message', (event) => {
           if (!open) return;
           const text = typeof event.data === 'string' ? event.data : new TextDecoder().decode(event.data as ArrayBuffer);
-          if (text === 'pong') return;
+          if (text === SUBSCRIBER_PONG) return;
+          received += frameByteLength(text);
           const chunk = encoder.encode(sseMessage(text));
           if ((controller.desiredSize ?? 0) - chunk.byteLength < 0) {
-            const frame = JSON.stringify({
-              type: 'error',
-              code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
-              message: `the subscriber fell more than ${limit} bytes behind; reconnect with Last-Event-ID`,
-            });
-            controller.enqueue(encoder.encode(`event: error\ndata: ${frame}\n\n`));
-            closeSocket(SLOW_SUBSCRIBER_CLOSE_CODE, 'subscriber too slow');
-            finish();
+            fellBehind();
             return;
           }
           controller.enqueue(chunk);
+          // Written into the response: acknowledge now while there is room, else when the reader pulls.
+          if ((controller.desiredSize ?? 0) > SSE_RELAY_ACK_HEADROOM_BYTES) ack();
         });
-        socket.addEventListener('close', finish);
+        socket.addEventListener('close', (event) => {
+          if (event.code === SUBSCRIBER_SLOW_CLOSE_CODE) fellBehind();
+          else finish();
+        });
         socket.addEventListener('error', finish);
         lifetime = setTimeout(() => {
           closeSocket(1000, 'lifetime');
           finish();
         }, options.lifetimeMs ?? SSE_MAX_LIFETIME_MS);
+      },
+      pull(controller) {
+        if ((controller.desiredSize ?? 0) > SSE_RELAY_ACK_HEADROOM_BYTES) ack();
       },
       cancel() {
         open = false;

@@ -242,6 +242,94 @@ export const subscriptionFrameSchema = z
 
 /** WebSocket close code after an `error` frame (1008: policy violation). */
 export const SUBSCRIBER_POLICY_CLOSE_CODE = 1008;
+
+// ---- Flow control (client -> object): acknowledgements ------------------------------------------
+//
+// The session object cannot see how much of what it sent a socket still sits in buffers (the
+// runtime does not expose `bufferedAmount` on server-side WebSockets), so the client tells it: a
+// client that subscribes with `?ack=1` sends `{ "type": "ack", "bytes": N }` text frames, where N
+// is the cumulative UTF-8 size of every text frame it has received AND processed on this socket
+// (`pong` excluded). The object keeps at most one window of unacknowledged bytes per socket (and a
+// total per object): replay continues page by page as acks arrive, and a socket that cannot keep
+// up is closed with {@link SUBSCRIBER_SLOW_CLOSE_CODE}; the client reconnects after its cursor.
+// A client that does not send `ack=1` (older clients) gets at most one window per connection and
+// is then closed with the same code. See docs/http-api.md ("Flow control").
+
+/**
+ * WebSocket close code of a subscriber that fell too far behind (or never acknowledged): reconnect
+ * at once, resuming after the cursor of the last `event` frame received. Nothing is lost.
+ */
+export const SUBSCRIBER_SLOW_CLOSE_CODE = 4008;
+/** Query parameter a client sets to `1` to announce that it sends acknowledgements. */
+export const SUBSCRIBER_ACK_PARAM = 'ack';
+/**
+ * A client acknowledges at the latest when this many received bytes are unacknowledged (and after
+ * a short idle time for fewer), well under any window the object uses.
+ */
+export const SUBSCRIBER_ACK_EVERY_BYTES = 32 * 1024;
+/** A client acknowledges what it received this long after the last frame, if not sooner. */
+export const SUBSCRIBER_ACK_IDLE_MS = 20;
+
+/** An acknowledgement sent by the client. */
+export interface SubscriberAckMessage {
+  type: 'ack';
+  /** Cumulative UTF-8 bytes of the text frames received and processed on this socket (`pong` excluded). */
+  bytes: number;
+}
+
+/** The zod schema of {@link SubscriberAckMessage} (OpenAPI, tests). */
+export const subscriberAckSchema = z
+  .strictObject({ type: z.literal('ack'), bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
+  .meta({
+    id: 'SubscriptionAck',
+    description:
+      'Client to server (with ?ack=1): cumulative UTF-8 bytes of the text frames received and processed on this socket, pong excluded.',
+  });
+
+/** The text of an ack frame. */
+export function encodeSubscriberAck(bytes: number): string {
+  return JSON.stringify({ type: 'ack', bytes } satisfies SubscriberAckMessage);
+}
+
+/** Parses a client text frame as an ack; `undefined` when it is not a well-formed ack. */
+export function parseSubscriberAck(text: string): SubscriberAckMessage | undefined {
+  if (!text.startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = subscriberAckSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * UTF-8 size of a text frame, the unit of acknowledgements (what goes on the wire; any language
+ * can count it: `len(text.encode())`, Go's `len(text)`).
+ */
+export function frameByteLength(text: string): number {
+  let bytes = text.length;
+  for (let index = 0; index < text.length; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) continue;
+    if (code < 0x800) {
+      bytes += 1;
+    } else if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+      const next = text.charCodeAt(index + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        // A surrogate pair (2 code units) is 4 bytes.
+        bytes += 2;
+        index += 1;
+        continue;
+      }
+      bytes += 2; // lone surrogate: encoded as U+FFFD (3 bytes)
+    } else {
+      bytes += 2;
+    }
+  }
+  return bytes;
+}
 /** Text frame a client may send to check liveness; answered with {@link SUBSCRIBER_PONG}. */
 export const SUBSCRIBER_PING = 'ping';
 /** Answer to {@link SUBSCRIBER_PING}. */

@@ -46,6 +46,8 @@ export interface WranglerDevOptions {
 export interface WranglerDev {
   readonly url: string;
   readonly port: number;
+  /** Process group of wrangler and its workerd (to measure memory). */
+  readonly pgid: number;
   /** Everything wrangler printed so far (for failure messages). */
   output(): string;
   /** Signals the whole process group and waits (bounded) until it is gone. */
@@ -141,5 +143,5 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     await kill();
     throw new Error(`${String(error)}\n--- wrangler output ---\n${output.slice(-4000)}`, { cause: error });
   }
-  return { url, port, output: () => output, kill };
+  return { url, port, pgid, output: () => output, kill };
 }

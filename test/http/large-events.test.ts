@@ -12,6 +12,7 @@ import { HttpDurableEventStore } from '../../src/client.js';
 import { markerDraft, markerLabel } from '../../src/conformance/fixtures.js';
 import { DurableEventSubscription } from '../../src/core/subscription/index.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
+import { encodeSubscriberAck, frameByteLength } from '../../src/protocol/frames.js';
 import { type EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { MAX_EVENT_BYTES, MAX_READ_PAGE_BYTES } from '../../src/protocol/limits.js';
 import { api } from './http-helpers.js';
@@ -106,16 +107,20 @@ describe('33 events at the 1 MiB limit', () => {
     expect(labels).toEqual(expected);
   });
 
-  it('WebSocket replay sends all of them, then caught_up', async () => {
+  it('WebSocket replay sends all of them, then caught_up (acknowledging as it reads)', async () => {
     const url = new URL(worker.href(`/v1/sessions/${encodeURIComponent(sessionId)}/subscribe`));
     url.protocol = 'ws:';
     url.searchParams.set('access_token', worker.adminToken);
+    url.searchParams.set('ack', '1');
     const socket = new WebSocket(url.href);
     const labels: string[] = [];
+    let received = 0;
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`WebSocket: ${labels.length} events`)), 60_000);
         socket.on('message', (data) => {
+          received += frameByteLength(String(data));
+          socket.send(encodeSubscriberAck(received)); // flow control: see docs/http-api.md
           const frame = JSON.parse(String(data)) as { type: string; event?: DurableEventEnvelope; message?: string };
           if (frame.type === 'event' && frame.event !== undefined) labels.push(labelOf(frame.event));
           else if (frame.type === 'caught_up') {

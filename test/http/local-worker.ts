@@ -41,8 +41,8 @@ export interface LocalWorker {
 
 const CONFIG_PATH = fileURLToPath(new URL('../../wrangler.toml', import.meta.url));
 
-/** Starts the Worker; resolves once it accepts requests. */
-export async function startLocalWorker(): Promise<LocalWorker> {
+/** Starts the Worker; resolves once it accepts requests. `vars`: extra plain-text bindings. */
+export async function startLocalWorker(options: { vars?: Readonly<Record<string, string>> } = {}): Promise<LocalWorker> {
   process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
   process.env['WRANGLER_SEND_METRICS'] = 'false';
   process.env['WRANGLER_HIDE_BANNER'] = 'true';
@@ -54,6 +54,7 @@ export async function startLocalWorker(): Promise<LocalWorker> {
     bindings: {
       ADMIN_TOKEN: { type: 'secret_text', value: LOCAL_WORKER_SECRETS.ADMIN_TOKEN },
       TOKEN_SECRET: { type: 'secret_text', value: LOCAL_WORKER_SECRETS.TOKEN_SECRET },
+      ...Object.fromEntries(Object.entries(options.vars ?? {}).map(([name, value]) => [name, { type: 'plain_text' as const, value }])),
     },
     dev: {
       server: { hostname: '127.0.0.1', port: 0 },

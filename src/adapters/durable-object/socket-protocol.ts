@@ -1,5 +1,5 @@
 /**
- * Replay pacing of the session object's WebSocket subscribers. The frames themselves are declared
+ * Replay pacing (flow control: `object/socket-pacing.ts`) of the session object's WebSocket subscribers. The frames themselves are declared
  * once, in `src/protocol/frames.ts`.
  */
 

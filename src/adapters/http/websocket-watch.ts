@@ -17,10 +17,25 @@
  *    missed. If the server refuses the cursor (log replaced), start again from the head.
  * 5. Every {@link WATCH_PING_INTERVAL_MS} send `ping`; a socket silent for two intervals is
  *    considered dead and replaced.
+ * 6. Flow control: the socket subscribes with `?ack=1` and acknowledges the bytes of the frames it
+ *    processed (`{ "type": "ack", "bytes": N }`) every {@link SUBSCRIBER_ACK_EVERY_BYTES} bytes and
+ *    {@link SUBSCRIBER_ACK_IDLE_MS} after the last unacknowledged frame, so the object replays a long
+ *    log page by page. Closed with `SUBSCRIBER_SLOW_CLOSE_CODE` (fell behind), it reconnects at once
+ *    after the last cursor seen.
  * `close()` closes the socket and stops reconnecting.
  */
 import { durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
-import { parseSubscriptionFrame, type SubscriptionFrame } from '../../protocol/frames.js';
+import {
+  SUBSCRIBER_ACK_EVERY_BYTES,
+  SUBSCRIBER_ACK_IDLE_MS,
+  SUBSCRIBER_ACK_PARAM,
+  SUBSCRIBER_PONG,
+  SUBSCRIBER_SLOW_CLOSE_CODE,
+  encodeSubscriberAck,
+  frameByteLength,
+  parseSubscriptionFrame,
+  type SubscriptionFrame,
+} from '../../protocol/frames.js';
 import { durableErrorFromJson } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
@@ -87,6 +102,10 @@ export class WebSocketWatch {
   /** Batch being coalesced: its last sequence and commit time. */
   #pending: { lastSequence: EventSequence; recordedAt: unknown } | undefined;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Flow control of the current socket: bytes received and acknowledged. */
+  #received = 0;
+  #acked = 0;
+  #ackTimer: ReturnType<typeof setTimeout> | undefined;
 
   private constructor(options: WebSocketWatchOptions) {
     this.#options = options;
@@ -158,6 +177,7 @@ export class WebSocketWatch {
       const token = await this.#options.getToken();
       if (this.#closed) return;
       const url = this.#options.subscribeUrl(this.#cursor);
+      url.searchParams.set(SUBSCRIBER_ACK_PARAM, '1');
       const protocols = [LEDGER_SUBPROTOCOL];
       if (SUBPROTOCOL_TOKEN.test(token)) protocols.push(`${BEARER_SUBPROTOCOL_PREFIX}${token}`);
       else url.searchParams.set('access_token', token);
@@ -175,20 +195,28 @@ export class WebSocketWatch {
   #attach(socket: WebSocketLike): void {
     this.#socket = socket;
     this.#lastHeardAt = Date.now();
+    this.#received = 0;
+    this.#acked = 0;
+    this.#clearAck();
     socket.onopen = () => {
       this.#lastHeardAt = Date.now();
     };
     socket.onmessage = (event) => {
       this.#lastHeardAt = Date.now();
-      if (typeof event.data === 'string') this.#onFrame(event.data);
+      if (typeof event.data !== 'string') return;
+      this.#onFrame(event.data);
+      if (this.#socket === socket && event.data !== SUBSCRIBER_PONG) this.#countReceived(socket, event.data);
     };
     socket.onerror = (event) => {
       this.#report(event);
     };
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (this.#socket !== socket) return;
       this.#socket = undefined;
       this.#clearPing();
+      this.#clearAck();
+      // Closed for falling behind: resume at once after the last cursor (nothing is lost).
+      if ((event as { code?: unknown } | null)?.code === SUBSCRIBER_SLOW_CLOSE_CODE) this.#backoffMs = 0;
       if (!this.#closed) this.#scheduleReconnect();
     };
     this.#pingTimer = setInterval(() => this.#ping(socket), WATCH_PING_INTERVAL_MS);
@@ -221,6 +249,35 @@ export class WebSocketWatch {
     }
   }
 
+  /** Counts a processed frame and acknowledges when enough is pending (or soon, when idle). */
+  #countReceived(socket: WebSocketLike, text: string): void {
+    this.#received += frameByteLength(text);
+    if (this.#received - this.#acked >= SUBSCRIBER_ACK_EVERY_BYTES) {
+      this.#sendAck(socket);
+      return;
+    }
+    this.#ackTimer ??= setTimeout(() => {
+      this.#ackTimer = undefined;
+      if (this.#socket === socket) this.#sendAck(socket);
+    }, SUBSCRIBER_ACK_IDLE_MS);
+  }
+
+  #sendAck(socket: WebSocketLike): void {
+    this.#clearAck();
+    if (this.#received === this.#acked) return;
+    try {
+      socket.send(encodeSubscriberAck(this.#received));
+      this.#acked = this.#received;
+    } catch {
+      // Closing: the reconnect starts a new count.
+    }
+  }
+
+  #clearAck(): void {
+    if (this.#ackTimer !== undefined) clearTimeout(this.#ackTimer);
+    this.#ackTimer = undefined;
+  }
+
   #ping(socket: WebSocketLike): void {
     if (Date.now() - this.#lastHeardAt > 2 * WATCH_PING_INTERVAL_MS) {
       this.#closeSocket();
@@ -241,6 +298,7 @@ export class WebSocketWatch {
 
   #closeSocket(): void {
     this.#clearPing();
+    this.#clearAck();
     const socket = this.#socket;
     this.#socket = undefined;
     if (socket === undefined) return;
@@ -254,7 +312,7 @@ export class WebSocketWatch {
   #scheduleReconnect(): void {
     if (this.#closed || this.#retryTimer !== undefined) return;
     const delay = this.#backoffMs;
-    this.#backoffMs = Math.min(this.#backoffMs * 2, WATCH_MAX_BACKOFF_MS);
+    this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, WATCH_MIN_BACKOFF_MS), WATCH_MAX_BACKOFF_MS);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
       void this.#connect();

@@ -15,7 +15,7 @@ import { DurableEventSubscriptionError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { subscriptionFrameSchema } from '../../protocol/frames.js';
+import { SUBSCRIBER_ACK_PARAM, subscriptionFrameSchema } from '../../protocol/frames.js';
 import { subscribeQuerySchema } from '../schemas.js';
 import { sseRelayResponse } from '../sse-relay.js';
 import { sseResponse, verifyCursor } from '../sse.js';
@@ -79,6 +79,7 @@ export function subscribeRoutes(): RouteDefinition[] {
           const target = new URL('https://session-object.internal/subscribe');
           target.searchParams.set('sessionId', sessionId);
           if (cursor !== undefined && query.after !== undefined) target.searchParams.set('after', query.after);
+          if (query.ack === '1') target.searchParams.set(SUBSCRIBER_ACK_PARAM, '1');
           const upgrade = await object.fetch(new Request(target, { headers: { Upgrade: 'websocket' } }));
           // Workers extend Response with `webSocket`; typed structurally so this module also
           // type-checks in the Node program (the route-table script reads the declarations there).

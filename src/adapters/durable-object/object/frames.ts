@@ -9,9 +9,16 @@
  */
 import type { SubscriberDurabilityMessage } from '../durability-rpc.js';
 import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
+import { subscriberSocketsOf } from './sockets.js';
 
 /** Sends `record` to every subscribed socket of its session. */
 export function broadcastDurability(ctx: DurableObjectState, record: DurabilityRecord): void {
+  const sockets = subscriberSocketsOf(ctx);
+  if (sockets !== undefined) {
+    // Counted in each socket's flow-control window; skipped for sockets without room.
+    sockets.broadcastBestEffort(record.sessionId, JSON.stringify({ type: 'durability', record } satisfies SubscriberDurabilityMessage));
+    return;
+  }
   let frame: string | undefined;
   for (const ws of ctx.getWebSockets()) {
     let attachment: unknown;

@@ -46,7 +46,7 @@ import type {
   ToolCallState,
 } from '../durability-rpc.js';
 import { appendReceiptOf } from '../append-receipt.js';
-import { SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../../../protocol/frames.js';
+import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../../../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../storage-sql-driver.js';
 import type { SqlEventLog, SqlStoreTestHooks } from '../../sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../../sql/sql-store.js';
@@ -73,6 +73,7 @@ import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from 
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
 import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
+import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
 import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
@@ -178,7 +179,10 @@ export class SessionObject
     // The object's own tables (timers, tool runs), through the event log's driver so a failure
     // is seen by its single-writer memory.
     migrateSqlSchema(this.#store.eventLog.driver, OBJECT_SCHEMA);
-    this.#sockets = new SessionSockets(ctx, this.#store.eventLog);
+    this.#sockets = new SessionSockets(ctx, this.#store.eventLog, {
+      limits: () => this.subscriberPacing(),
+      partialFrame: () => this.#agent.live.partialFrame(),
+    });
     this.#durability = new SessionDurability({
       ctx,
       store: this.#store,
@@ -543,14 +547,29 @@ export class SessionObject
     }
     const url = new URL(request.url);
     const { 0: client, 1: server } = new WebSocketPair();
-    this.#sockets.accept(server, () => this.bindSession(url.searchParams.get('sessionId')), url.searchParams.get('after'), () =>
-      this.#agent.live.partialFrame(),
+    this.#sockets.accept(
+      server,
+      () => this.bindSession(url.searchParams.get('sessionId')),
+      url.searchParams.get('after'),
+      url.searchParams.get(SUBSCRIBER_ACK_PARAM) === '1',
     );
     return new Response(null, { status: 101, webSocket: client });
   }
 
+  /**
+   * Flow-control bounds of this object's WebSocket subscribers (see `socket-pacing.ts` and
+   * docs/http-api.md). Override to tune; read at each use. Default: `DEFAULT_SUBSCRIBER_PACING`,
+   * with the Worker vars `SUBSCRIBER_WINDOW_BYTES`, `SUBSCRIBER_OBJECT_WINDOW_BYTES` and
+   * `SUBSCRIBER_STALL_MS` when set.
+   */
+  subscriberPacing(): Partial<SubscriberPacingLimits> {
+    return pacingFromEnv(this.env);
+  }
+
   override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    // Subscribers have nothing to say besides `ping`, which the runtime answers without waking us.
+    // Acks move the socket's flow-control window (and may resume its replay).
+    if (typeof message === 'string' && this.#sockets.receive(ws, message)) return;
+    // Otherwise only `ping`, which the runtime usually answers without waking us.
     if (message === SUBSCRIBER_PING) {
       try {
         ws.send(SUBSCRIBER_PONG);
