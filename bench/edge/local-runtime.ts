@@ -39,23 +39,23 @@ interface EsbuildLike {
   build(options: Record<string, unknown>): Promise<unknown>;
 }
 
-function compatibilityDate(): string {
+/** The compatibility date of the repository's `wrangler.toml`, for every benchmark runtime. */
+export function compatibilityDate(): string {
   const toml = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8');
   const match = /^compatibility_date\s*=\s*"([0-9-]+)"/m.exec(toml);
   if (match?.[1] === undefined) throw new Error('wrangler.toml has no compatibility_date');
   return match[1];
 }
 
-/** Bundles and starts the bench Worker. */
-export async function startBenchRuntime(): Promise<BenchRuntime> {
-  process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
-  process.env['WRANGLER_SEND_METRICS'] = 'false';
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'edge-bench-'));
-  const outfile = path.join(dir, 'bench-worker.js');
+/**
+ * Bundles a Worker entry into one ESM file as wrangler would (esbuild from wrangler's own copy, so
+ * no new dependency): Workers export conditions, `cloudflare:*` left to the runtime.
+ */
+export async function bundleWorker(entry: string, outfile: string): Promise<void> {
   // SAFETY: wrangler depends on esbuild; its `build` accepts these options.
   const esbuild = createRequire(createRequire(import.meta.url).resolve('wrangler/package.json'))('esbuild') as EsbuildLike;
   await esbuild.build({
-    entryPoints: [ENTRY],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     format: 'esm',
@@ -66,6 +66,15 @@ export async function startBenchRuntime(): Promise<BenchRuntime> {
     external: ['cloudflare:*'],
     logLevel: 'error',
   });
+}
+
+/** Bundles and starts the bench Worker. */
+export async function startBenchRuntime(): Promise<BenchRuntime> {
+  process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
+  process.env['WRANGLER_SEND_METRICS'] = 'false';
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'edge-bench-'));
+  const outfile = path.join(dir, 'bench-worker.js');
+  await bundleWorker(ENTRY, outfile);
   const bundleBytes = readFileSync(outfile).byteLength;
   const storage = process.env['EDGE_BENCH_PERSIST'] === 'memory' ? 'memory' : 'disk';
   const { Miniflare: MiniflareClass } = await import('miniflare');

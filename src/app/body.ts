@@ -60,18 +60,26 @@ function invalid(message: string): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
 }
 
+/**
+ * Refuses a body whose `Content-Length` is malformed (400) or above `wireLimit` (413, reporting
+ * `limit`), before reading it; a refused body of moderate size is drained so the connection stays
+ * usable.
+ */
+async function refuseDeclaredLength(request: Request, wireLimit: number, limit: number): Promise<void> {
+  const declared = request.headers.get('content-length');
+  if (declared === null) return;
+  const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : Number.NaN;
+  if (!Number.isSafeInteger(length)) throw invalid('Content-Length is not a valid length');
+  if (length > wireLimit) {
+    const body = request.body;
+    if (body !== null && length <= MAX_DISCARDED_BODY_BYTES) await discardRest(body.getReader(), MAX_DISCARDED_BODY_BYTES);
+    throw tooLarge(limit, length);
+  }
+}
+
 /** Reads at most `maxBytes` of the body; throws `DURABLE_EVENT_LIMIT_EXCEEDED` past it. */
 export async function readBoundedBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const declared = request.headers.get('content-length');
-  if (declared !== null) {
-    const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : Number.NaN;
-    if (!Number.isSafeInteger(length)) throw invalid('Content-Length is not a valid length');
-    if (length > maxBytes) {
-      const body = request.body;
-      if (body !== null && length <= MAX_DISCARDED_BODY_BYTES) await discardRest(body.getReader(), MAX_DISCARDED_BODY_BYTES);
-      throw tooLarge(maxBytes, length);
-    }
-  }
+  await refuseDeclaredLength(request, maxBytes, maxBytes);
   const body = request.body;
   if (body === null) return new Uint8Array(0);
   const reader = body.getReader();
@@ -111,16 +119,7 @@ export function maxWireBytes(maxBytes: number): number {
  */
 export async function readCompactJsonBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   const wireLimit = maxWireBytes(maxBytes);
-  const declared = request.headers.get('content-length');
-  if (declared !== null) {
-    const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : Number.NaN;
-    if (!Number.isSafeInteger(length)) throw invalid('Content-Length is not a valid length');
-    if (length > wireLimit) {
-      const body = request.body;
-      if (body !== null && length <= MAX_DISCARDED_BODY_BYTES) await discardRest(body.getReader(), MAX_DISCARDED_BODY_BYTES);
-      throw tooLarge(maxBytes, length);
-    }
-  }
+  await refuseDeclaredLength(request, wireLimit, maxBytes);
   const body = request.body;
   if (body === null) return new Uint8Array(0);
   const reader = body.getReader();
