@@ -233,7 +233,7 @@ function draftChecks(source: Source, kind: 'draft' | 'envelope' = 'draft'): Map<
       required('decision', permissionDecision),
       optional('message', text),
     ),
-    input_applied: strict(required('inputId', id), required('priority', priority)),
+    input_applied: strict(required('inputId', id), required('priority', priority), optional('input', durableInput)),
   };
 
   // The draft level, keys in the order the draft schemas declare them (see `protocol/events.ts`).

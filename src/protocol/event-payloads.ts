@@ -224,6 +224,13 @@ export interface PermissionResolvedData {
 export interface InputAppliedData {
   inputId: InputId;
   priority: Priority;
+  /**
+   * The steering input's content (text or content parts, validated and size-limited exactly like
+   * `request_accepted.input`). Written by the Session for every steering input, so the message
+   * history can be restored from the log; absent on the initial input's application (its content
+   * is `request_accepted.input`) and on logs written before this field existed.
+   */
+  input?: DurableInput;
 }
 
 /** The payload type of each event type. */

@@ -261,7 +261,7 @@ export const durableEventDataSchemas = {
     decision: permissionDecisionSchema,
     message: textSchema.optional(),
   }),
-  input_applied: strictPayloadObject({ inputId: inputIdSchema, priority: prioritySchema }),
+  input_applied: strictPayloadObject({ inputId: inputIdSchema, priority: prioritySchema, input: durableInputSchema.optional() }),
 } as const;
 
 // ---- compile-time agreement between schemas and payload types ----

@@ -7,8 +7,10 @@
  * - every confirmed model response (`model_request_completed`) with its tool calls;
  * - every tool outcome (`tool_completed`, `tool_failed`, and `tool_cancelled` unless a rollover
  *   cancelled it with `process_restart`: the continuation carries that fact instead);
- * - steering inputs (`input_applied` other than the initial one), whose content only this process
- *   knows (protocol v4 persists their IDs, not their content).
+ * - steering inputs (`input_applied` other than the initial one) with the content the event
+ *   carries (`data.input`). An `input_applied` without it (a log written before the field existed,
+ *   or by another writer) leaves no message: the history omits that steering input, so a
+ *   restored history can lack a steering message the original process had shown the model.
  * `messages()` materializes the history the next model call sees: each assistant message keeps
  * only the tool calls that have a paired outcome, followed by those outcomes. Failed and aborted
  * model attempts leave nothing. The same fold runs live and on restore, so both see one history.
@@ -77,14 +79,7 @@ export class HistoryProjection {
   /** Outcome per `modelAttemptId` + toolCallId. */
   readonly #outcomes = new Map<string, ToolOutcome>();
   readonly #facts = new Map<string, RequestFacts>();
-  /** Steering input contents known to this process, by input ID. */
-  readonly #steering = new Map<string, DurableInput>();
   readonly #initialInputs = new Map<string, string>();
-
-  /** Remembers a steering input's content until its `input_applied` is folded. */
-  rememberSteering(inputId: string, content: DurableInput): void {
-    this.#steering.set(inputId, content);
-  }
 
   facts(requestId: string): RequestFacts {
     let facts = this.#facts.get(requestId);
@@ -146,11 +141,8 @@ export class HistoryProjection {
       }
       case 'input_applied': {
         if (this.#initialInputs.get(event.requestId) === event.data.inputId) return;
-        const content = this.#steering.get(event.data.inputId);
-        if (content !== undefined) {
-          this.#entries.push({ kind: 'user', requestId: event.requestId, content });
-          this.#steering.delete(event.data.inputId);
-        }
+        const content = event.data.input;
+        if (content !== undefined) this.#entries.push({ kind: 'user', requestId: event.requestId, content });
         return;
       }
       case 'model_request_completed': {

@@ -110,13 +110,12 @@ async function applySteering(core: SessionCore, run: RequestRun, turnId: TurnId 
   while (run.steering.length > 0) {
     const steer = run.steering[0];
     if (steer === undefined) break;
-    core.history.rememberSteering(steer.inputId, steer.input);
     await commit(core, `apply:${steer.inputId}`, [
       {
         type: 'input_applied',
         requestId: run.requestId,
         ...(turnId === undefined ? {} : { turnId }),
-        data: { inputId: steer.inputId as InputId, priority: steer.priority },
+        data: { inputId: steer.inputId as InputId, priority: steer.priority, input: steer.input },
       },
     ]);
     run.steering.shift();

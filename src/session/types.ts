@@ -347,7 +347,16 @@ export interface SessionSendOptions {
 
 /** Options of {@link Session.steer}. */
 export interface SessionSteerOptions {
-  /** `now`: cancel the running Turn's cancelable work and apply before the next model call; `next` (default): apply at the next Turn. */
+  /**
+   * `next` (default): applied (`input_applied`) at the next boundary of the running Request — after
+   * the running Turn's tools, before `turn_completed` — and shown to the next model call.
+   *
+   * `now`: additionally aborts the model call in flight, if there is one: that attempt ends with
+   * `model_request_aborted` (`superseded`), the input is applied, and the model is called again in
+   * the same Turn with it. Nothing else is interrupted: running tools (whatever their
+   * `interruptBehavior`) and permission waits go on, and the input is then applied at the same
+   * boundary as `next`. To stop the Request itself use `abort()` or `send(input, { priority: 'now' })`.
+   */
   priority?: 'now' | 'next';
 }
 
@@ -480,8 +489,11 @@ export interface Session {
   /** `send` and wait for the Request's terminal event. */
   run(input: DurableInput, options?: SessionSendOptions): Promise<SessionRequestResult>;
   /**
-   * Steering input for the running Request: committed as `input_applied` at the next Turn boundary,
-   * then shown to the model. Without a running Request it is sent as a new Request.
+   * Steering input for the running Request: committed as `input_applied` at the next Turn boundary
+   * (see {@link SessionSteerOptions.priority} for `now`), with its content in `data.input`, then
+   * shown to the model. The input is durable only once `applied` resolves: until then it lives in
+   * this process, and a crash, lease loss or handoff drops it (`applied` rejects where the process
+   * survives). Without a running Request it is sent as a new Request.
    */
   steer(input: DurableInput, options?: SessionSteerOptions): Promise<SessionSteerHandle>;
   /** Frames from now on (durable events and transient frames), until close, handoff or lease loss. */
