@@ -22,6 +22,7 @@ import { SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { EventSequence, type SessionId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';
+import { AcceptedRequests } from './request-ids.js';
 import type { SessionHistoryMessage } from './types.js';
 
 interface UserEntry {
@@ -80,6 +81,8 @@ export class HistoryProjection {
   readonly #outcomes = new Map<string, ToolOutcome>();
   readonly #facts = new Map<string, RequestFacts>();
   readonly #initialInputs = new Map<string, string>();
+  /** Requests and input IDs the log used (for `send`'s caller-chosen IDs, see `request-ids.ts`). */
+  readonly requests = new AcceptedRequests();
 
   facts(requestId: string): RequestFacts {
     let facts = this.#facts.get(requestId);
@@ -126,6 +129,7 @@ export class HistoryProjection {
   }
 
   #apply(event: DurableEventEnvelope): void {
+    this.requests.apply(event);
     switch (event.type) {
       case 'request_accepted': {
         this.#initialInputs.set(event.requestId, event.data.inputId);

@@ -22,7 +22,7 @@ import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStor
 import { MemoryDurableEventStore } from '../adapters/memory/memory-store.js';
 import { DurableEventStoreError, DurableExecutionLeaseError, SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
-import { InputId, RequestId, SessionId, WorkerId, type EventSequence } from '../protocol/ids.js';
+import { InputId, SessionId, WorkerId, type EventSequence, type RequestId } from '../protocol/ids.js';
 import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../protocol/limits.js';
 import type { JsonObject, JsonValue } from '../protocol/json.js';
 import { commit, ExecutionStopped, selectionOf, type SessionCore, type SessionSettings } from './core.js';
@@ -30,6 +30,7 @@ import { FrameHub } from './frames.js';
 import { HistoryProjection } from './history.js';
 import { applyRecoveryPolicy, recoveryPlanOf, SAFE_RECOVERY_POLICY } from './recovery.js';
 import { driveRequest } from './request-driver.js';
+import { SentRequests, snapshotKey } from './request-ids.js';
 import { RequestRun, type PendingSteer } from './run.js';
 import type {
   ResumeSessionOptions,
@@ -301,9 +302,11 @@ class SessionImpl implements Session {
   readonly #queue: Queued[] = [];
   #current: RequestRun | null = null;
   #driver: Promise<void> | null = null;
+  readonly #sent: SentRequests;
 
   constructor(opened: Opened, resumed: RequestRun | null) {
     this.#core = opened.core;
+    this.#sent = new SentRequests(opened.core.history.requests);
     this.sessionId = opened.core.sessionId;
     this.#ownsLease = opened.ownsLease;
     const lease = this.#core.lease;
@@ -338,18 +341,28 @@ class SessionImpl implements Session {
   }
 
   send(input: DurableInput, options: SessionSendOptions = {}): Promise<SessionRequestHandle> {
+    const model = options.model ?? this.#core.settings.model;
+    const priority = options.priority ?? 'next';
+    let maxTurns: number;
+    let ids: ReturnType<SentRequests['ids']>;
+    // Idempotency is checked only for caller-chosen IDs (fresh ones cannot have been used).
+    let key: string | undefined;
     try {
       this.#checkOpen();
+      maxTurns = options.maxTurns === undefined ? this.#core.settings.maxTurns : checkMaxTurns(options.maxTurns, 'maxTurns');
+      ids = this.#sent.ids(options, this.#core.newId);
+      if (options.requestId !== undefined || options.inputId !== undefined) {
+        key = snapshotKey({ input, priority, maxTurns, model: selectionOf(model), context: options.context ?? {} });
+        const earlier = this.#sent.earlier(ids, key, this.#current);
+        if (earlier !== undefined) return earlier;
+      }
     } catch (error) {
       return Promise.reject(error);
     }
-    const model = options.model ?? this.#core.settings.model;
-    const maxTurns = options.maxTurns === undefined ? this.#core.settings.maxTurns : checkMaxTurns(options.maxTurns, 'maxTurns');
-    const priority = options.priority ?? 'next';
-    return new Promise<SessionRequestHandle>((accept, refuse) => {
+    const handle = new Promise<SessionRequestHandle>((accept, refuse) => {
       const queued: Queued = {
-        requestId: RequestId(this.#core.newId('request')),
-        inputId: InputId(this.#core.newId('input')),
+        requestId: ids.requestId,
+        inputId: ids.inputId,
         input,
         priority,
         maxTurns,
@@ -366,6 +379,8 @@ class SessionImpl implements Session {
       }
       this.#kick();
     });
+    if (key !== undefined) this.#sent.track(ids.requestId, ids.inputId, key, handle);
+    return handle;
   }
 
   async run(input: DurableInput, options?: SessionSendOptions): Promise<SessionRequestResult> {
@@ -510,6 +525,8 @@ class SessionImpl implements Session {
       return null;
     }
     const run = new RequestRun(queued.requestId, queued.inputId, queued.maxTurns, queued.model, selection, queued.context);
+    // Current from acceptance on: a re-send of its ID, a steer or an abort right after `send` resolves reaches it.
+    this.#current = run;
     queued.accept({ requestId: run.requestId, inputId: run.inputId, result: run.result });
     return run;
   }

@@ -343,6 +343,20 @@ export interface SessionSendOptions {
   model?: LanguageModelV3;
   /** Runtime context persisted with the Request and handed to tools. */
   context?: JsonObject;
+  /**
+   * The Request's ID (default: a fresh one from `generateId`). Lets the caller know the ID before
+   * `send` resolves and makes `send` idempotent, like a `commandId`: sending again with an ID
+   * already used returns a handle on that same Request — nothing new is accepted — when input,
+   * priority, maxTurns, model and context are the same (its `result` settles from the running
+   * Request, or at once from its terminal event in the log); with anything else it fails with
+   * `DurableCommandConflictError`. A malformed ID fails with `SessionDurableRecorderError`.
+   */
+  requestId?: string;
+  /**
+   * The ID of the Request's initial input (default: a fresh one). Part of the idempotency check
+   * when given; an ID another Request or steering input already used is a `DurableCommandConflictError`.
+   */
+  inputId?: string;
 }
 
 /** Options of {@link Session.steer}. */

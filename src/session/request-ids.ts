@@ -1,0 +1,207 @@
+/**
+ * Caller-chosen Request IDs (`SessionSendOptions.requestId` / `inputId`) and their idempotency.
+ *
+ * A Request ID names one Request for the life of the session, like a `commandId` names one
+ * command: sending again with an ID already used either finds the same Request or is a conflict.
+ * - The ID must be a valid protocol ID, else `SessionDurableRecorderError`.
+ * - "The same Request" means the same execution snapshot: input, priority, maxTurns, model
+ *   selection and runtime context (after defaults), and the same `inputId` when one is given.
+ *   Then `send` does not accept anything new: it returns a handle on the existing Request —
+ *   the same promise while it is still queued in this process, the running Request's `result`,
+ *   or a `result` already settled from the Request's terminal event in the log.
+ * - Anything else with a used ID is a `DurableCommandConflictError` (nothing is written). An
+ *   explicit `inputId` already used by another Request or steering input is a conflict too.
+ *
+ * {@link AcceptedRequests} folds what the log says (every `request_accepted`, every applied input,
+ * every Request terminal event); it is fed by the history fold, so live commits and a resumed
+ * log are seen alike. {@link SentRequests} adds the Requests queued in this process that are not
+ * accepted yet.
+ */
+import { DurableCommandConflictError, SessionDurableRecorderError } from '../protocol/errors.js';
+import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import { describeInvalidId, InputId, RequestId } from '../protocol/ids.js';
+import { canonicalJson, type JsonObject } from '../protocol/json.js';
+import type { SessionIdKind, SessionRequestHandle, SessionRequestResult } from './types.js';
+
+/** What makes two sends "the same Request". */
+export interface RequestSnapshot {
+  input: DurableInput;
+  priority: Priority;
+  maxTurns: number;
+  model: ModelSelection;
+  context: JsonObject;
+}
+
+let unmatchable = 0;
+
+/**
+ * The canonical identity of a snapshot (key order does not matter; absent and `undefined` fields
+ * are alike). A snapshot that is not lossless JSON (a send the protocol will refuse at `commit`,
+ * with its own validation error) gets a key that matches nothing.
+ */
+export function snapshotKey(snapshot: RequestSnapshot | { [key: string]: unknown }): string {
+  const present = Object.fromEntries(Object.entries(snapshot).filter(([, value]) => value !== undefined));
+  try {
+    // SAFETY: a value that is not JSON makes canonicalJson throw, handled below.
+    return canonicalJson(present as JsonObject);
+  } catch {
+    unmatchable += 1;
+    return `\u0000unmatchable:${unmatchable}`;
+  }
+}
+
+interface AcceptedRecord {
+  inputId: string;
+  key: string;
+  result: SessionRequestResult | undefined;
+}
+
+/** Requests and inputs the log knows (see the module header). */
+export class AcceptedRequests {
+  readonly #requests = new Map<string, AcceptedRecord>();
+  /** Every input ID the log used, with the Request it belongs to. */
+  readonly #inputs = new Map<string, string>();
+
+  /** Folds one committed event. */
+  apply(event: DurableEventEnvelope): void {
+    switch (event.type) {
+      case 'request_accepted': {
+        const data = event.data;
+        this.#requests.set(event.requestId, {
+          inputId: data.inputId,
+          key: snapshotKey({
+            input: data.input,
+            priority: data.priority,
+            maxTurns: data.maxTurns,
+            model: data.model,
+            context: data.context,
+          }),
+          result: undefined,
+        });
+        this.#inputs.set(data.inputId, event.requestId);
+        return;
+      }
+      case 'input_applied':
+        this.#inputs.set(event.data.inputId, event.requestId);
+        return;
+      case 'request_completed':
+        this.#settle(event.requestId, {
+          requestId: event.requestId,
+          status: 'completed',
+          ...(typeof event.data.output === 'string' ? { output: event.data.output } : {}),
+          ...(event.data.usage === undefined ? {} : { usage: event.data.usage }),
+        });
+        return;
+      case 'request_failed':
+        this.#settle(event.requestId, { requestId: event.requestId, status: 'failed', error: event.data.error });
+        return;
+      case 'request_interrupted':
+        this.#settle(event.requestId, { requestId: event.requestId, status: 'interrupted', reason: event.data.reason });
+        return;
+      default:
+        return;
+    }
+  }
+
+  #settle(requestId: string, result: SessionRequestResult): void {
+    const record = this.#requests.get(requestId);
+    if (record !== undefined) record.result = result;
+  }
+
+  /** The accepted Request with this ID, if any. */
+  get(requestId: string): Readonly<AcceptedRecord> | undefined {
+    return this.#requests.get(requestId);
+  }
+
+  /** The Request an input ID was used by, if any. */
+  inputOwner(inputId: string): string | undefined {
+    return this.#inputs.get(inputId);
+  }
+}
+
+function checkId(value: unknown, label: string): string {
+  const problem = describeInvalidId(value);
+  if (problem !== undefined) throw new SessionDurableRecorderError(`${label} ${problem}`);
+  // SAFETY: describeInvalidId accepts only strings.
+  return value as string;
+}
+
+function conflict(requestId: string, why: string): DurableCommandConflictError {
+  return new DurableCommandConflictError(`Request ${requestId} was already sent ${why}`, { details: { requestId } });
+}
+
+/** The Request that is running in this process, as `send` needs to see it. */
+export interface RunningRequest {
+  readonly requestId: RequestId;
+  readonly inputId: InputId;
+  readonly result: Promise<SessionRequestResult>;
+}
+
+/** Sends of this process that are not accepted yet, and the idempotency check of `send`. */
+export class SentRequests {
+  readonly #pending = new Map<string, { key: string; inputId: string; handle: Promise<SessionRequestHandle> }>();
+
+  constructor(private readonly accepted: AcceptedRequests) {}
+
+  /**
+   * The IDs of a send: the caller's (validated) or fresh ones.
+   *
+   * @throws SessionDurableRecorderError on a malformed ID
+   */
+  ids(
+    options: { requestId?: string; inputId?: string },
+    newId: (kind: SessionIdKind) => string,
+  ): { requestId: RequestId; inputId: InputId; explicitInput: boolean } {
+    const requestId = options.requestId === undefined ? newId('request') : checkId(options.requestId, 'requestId');
+    const inputId = options.inputId === undefined ? newId('input') : checkId(options.inputId, 'inputId');
+    return { requestId: RequestId(requestId), inputId: InputId(inputId), explicitInput: options.inputId !== undefined };
+  }
+
+  /**
+   * The handle of an earlier send of the same Request, or `undefined` when the ID is new.
+   *
+   * @throws DurableCommandConflictError when the ID (or an explicit input ID) was used otherwise
+   */
+  earlier(
+    ids: { requestId: RequestId; inputId: InputId; explicitInput: boolean },
+    key: string,
+    running: RunningRequest | null,
+  ): Promise<SessionRequestHandle> | undefined {
+    const { requestId, inputId, explicitInput } = ids;
+    const sameInput = (recorded: string): boolean => !explicitInput || recorded === inputId;
+    const pending = this.#pending.get(requestId);
+    if (pending !== undefined) {
+      if (pending.key !== key || !sameInput(pending.inputId)) throw conflict(requestId, 'with another input or options');
+      return pending.handle;
+    }
+    const record = this.accepted.get(requestId);
+    if (record !== undefined) {
+      if (record.key !== key || !sameInput(record.inputId)) throw conflict(requestId, 'with another input or options');
+      const recordedInput = InputId(record.inputId);
+      if (running !== null && running.requestId === requestId) {
+        return Promise.resolve({ requestId, inputId: recordedInput, result: running.result });
+      }
+      if (record.result !== undefined) {
+        return Promise.resolve({ requestId, inputId: recordedInput, result: Promise.resolve(record.result) });
+      }
+      throw conflict(requestId, 'and is active in the log, but this Session does not run it');
+    }
+    if (explicitInput) {
+      const owner = this.accepted.inputOwner(inputId) ?? [...this.#pending.entries()].find(([, entry]) => entry.inputId === inputId)?.[0];
+      if (owner !== undefined) {
+        throw new DurableCommandConflictError(`input ${inputId} is already used by Request ${owner}`, { details: { requestId, inputId } });
+      }
+    }
+    return undefined;
+  }
+
+  /** Remembers a send until it is accepted (it is in the log then) or refused (the ID is free again). */
+  track(requestId: RequestId, inputId: InputId, key: string, handle: Promise<SessionRequestHandle>): void {
+    this.#pending.set(requestId, { key, inputId, handle });
+    const forget = (): void => {
+      if (this.#pending.get(requestId)?.handle === handle) this.#pending.delete(requestId);
+    };
+    handle.then(forget, forget);
+  }
+}
