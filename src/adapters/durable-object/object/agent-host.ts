@@ -164,8 +164,6 @@ export class SessionAgentHost {
   #plan: DurableRecoveryPlan | null = null;
   #message: string | null = null;
   #activeRequestId: string | null = null;
-  /** IDs the next `send` must use (the Session asks its generator synchronously). */
-  readonly #forcedIds = new Map<SessionIdKind, string[]>();
   /** The latest arming of the alarm; model and tool I/O wait for it (see `agent-stream.ts`). */
   #armed: Promise<void> = Promise.resolve();
   /** Permission callbacks waiting for an answer, by permission request ID. */
@@ -511,26 +509,29 @@ export class SessionAgentHost {
     const mount = this.#requireMount();
     const body = JSON.parse(row.body) as StoredBody;
     const model = body.model === undefined ? undefined : mount.models?.[body.model];
-    this.#forcedIds.set('request', [row.request_id]);
-    this.#forcedIds.set('input', [row.input_id]);
     try {
+      // The row's IDs: a re-send of a row whose Request the log already has (accepted before an
+      // eviction) finds that Request instead of accepting it twice (see `SessionSendOptions.requestId`).
       const handle = await session.send(body.input, {
+        requestId: row.request_id,
+        inputId: row.input_id,
         priority: body.priority,
         ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
         ...(model === undefined ? {} : { model: this.#wrapped(model) }),
         ...(body.context === undefined ? {} : { context: body.context }),
       });
       this.#activeRequestId = handle.requestId;
-      await handle.result.catch(() => undefined);
+      const result = await handle.result.catch(() => undefined);
+      // A re-sent row saw no new events: take its status from the Request's outcome.
+      if (result !== undefined && this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued') {
+        this.#setStatus(row.request_id, result.status);
+      }
     } catch (error) {
       // The request could not be accepted (invalid input, say): it never ran.
       if (this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued') {
         this.#setStatus(row.request_id, 'failed');
       }
       this.#message = error instanceof Error ? error.message : String(error);
-    } finally {
-      this.#forcedIds.delete('request');
-      this.#forcedIds.delete('input');
     }
   }
 
@@ -584,7 +585,7 @@ export class SessionAgentHost {
       durableExecutionLeaseStore: this.#deps.store,
       executionLease: { ownerId: this.#ownerId, ttlMs: mount.leaseTtlMs ?? DEFAULT_AGENT_LEASE_TTL_MS },
       onPermission: (request: SessionPermissionRequest) => this.#askPermission(request),
-      generateId: (kind: SessionIdKind) => this.#forcedIds.get(kind)?.shift() ?? `${kind}-${crypto.randomUUID()}`,
+      generateId: (kind: SessionIdKind) => `${kind}-${crypto.randomUUID()}`,
     };
     this.#state = 'running';
     try {
