@@ -62,6 +62,8 @@ export class AcceptedRequests {
   readonly #requests = new Map<string, AcceptedRecord>();
   /** Every input ID the log used, with the Request it belongs to. */
   readonly #inputs = new Map<string, string>();
+  /** The content key of each steering input the log carries the content of. */
+  readonly #steeringKeys = new Map<string, string>();
 
   /** Folds one committed event. */
   apply(event: DurableEventEnvelope): void {
@@ -84,6 +86,7 @@ export class AcceptedRequests {
       }
       case 'input_applied':
         this.#inputs.set(event.data.inputId, event.requestId);
+        if (event.data.input !== undefined) this.#steeringKeys.set(event.data.inputId, snapshotKey({ input: event.data.input }));
         return;
       case 'request_completed':
         this.#settle(event.requestId, {
@@ -112,6 +115,11 @@ export class AcceptedRequests {
   /** The accepted Request with this ID, if any. */
   get(requestId: string): Readonly<AcceptedRecord> | undefined {
     return this.#requests.get(requestId);
+  }
+
+  /** The content key of an applied steering input (`undefined` when the log has no content for it). */
+  steeringKey(inputId: string): string | undefined {
+    return this.#steeringKeys.get(inputId);
   }
 
   /** The Request an input ID was used by, if any. */
@@ -204,4 +212,41 @@ export class SentRequests {
     };
     handle.then(forget, forget);
   }
+}
+
+/** A steering input waiting in the running Request, as `steer` needs to see it. */
+export interface WaitingSteer {
+  readonly inputId: string;
+  readonly input: DurableInput;
+  readonly applied?: Promise<void>;
+}
+
+/**
+ * The validated ID of a steering input and, when this Session already took it, the handle on it
+ * (see `SessionSteerOptions.inputId`).
+ *
+ * @throws SessionDurableRecorderError on a malformed ID
+ * @throws DurableCommandConflictError when another Request used the ID
+ */
+export function steerIdentity(
+  accepted: AcceptedRequests,
+  inputId: unknown,
+  input: DurableInput,
+  running: { readonly requestId: RequestId; readonly steering: readonly WaitingSteer[] } | null,
+): { inputId: InputId; earlier: Promise<void> | undefined } {
+  const id = InputId(checkId(inputId, 'inputId'));
+  const used = (owner: string): DurableCommandConflictError =>
+    new DurableCommandConflictError(`input ${id} is already used by Request ${owner} (or with another content)`, { details: { inputId: id } });
+  const key = snapshotKey({ input });
+  const owner = accepted.inputOwner(id);
+  if (owner !== undefined) {
+    const recorded = accepted.steeringKey(id);
+    if (running === null || owner !== running.requestId || accepted.get(owner)?.inputId === id || (recorded !== undefined && recorded !== key)) {
+      throw used(owner);
+    }
+    return { inputId: id, earlier: Promise.resolve() };
+  }
+  const waiting = running?.steering.find((steer) => steer.inputId === id);
+  if (waiting !== undefined && (snapshotKey({ input: waiting.input }) !== key || waiting.applied === undefined)) throw used(running?.requestId ?? '');
+  return { inputId: id, earlier: waiting?.applied };
 }

@@ -18,6 +18,8 @@ export interface PendingSteer {
   inputId: InputId;
   input: DurableInput;
   priority: Priority;
+  /** The promise `steer`'s handle carries (a re-steer with the same input ID returns it). */
+  applied?: Promise<void>;
   resolve(): void;
   reject(error: unknown): void;
 }

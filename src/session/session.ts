@@ -30,7 +30,7 @@ import { FrameHub } from './frames.js';
 import { HistoryProjection } from './history.js';
 import { applyRecoveryPolicy, recoveryPlanOf, SAFE_RECOVERY_POLICY } from './recovery.js';
 import { driveRequest } from './request-driver.js';
-import { SentRequests, snapshotKey } from './request-ids.js';
+import { SentRequests, snapshotKey, steerIdentity } from './request-ids.js';
 import { RequestRun, type PendingSteer } from './run.js';
 import type {
   ResumeSessionOptions,
@@ -391,16 +391,24 @@ class SessionImpl implements Session {
     this.#checkOpen();
     const run = this.#current;
     if (run === null || run.stop !== null) {
-      const handle = await this.send(input, { priority: 'next' });
+      const handle = await this.send(input, { priority: 'next', ...(options.inputId === undefined ? {} : { inputId: options.inputId }) });
       return { inputId: handle.inputId, requestId: handle.requestId, applied: Promise.resolve() };
     }
     const priority = options.priority ?? 'next';
-    const inputId = InputId(this.#core.newId('input'));
+    let inputId: InputId;
+    if (options.inputId === undefined) {
+      inputId = InputId(this.#core.newId('input'));
+    } else {
+      const identity = steerIdentity(this.#core.history.requests, options.inputId, input, run);
+      if (identity.earlier !== undefined) return { inputId: identity.inputId, requestId: run.requestId, applied: identity.earlier };
+      inputId = identity.inputId;
+    }
     let pending!: PendingSteer;
     const applied = new Promise<void>((resolve, reject) => {
       pending = { inputId, input, priority, resolve, reject };
     });
     applied.catch(() => undefined);
+    pending.applied = applied;
     run.steering.push(pending);
     if (priority === 'now') run.interruptModelCall();
     return { inputId, requestId: run.requestId, applied };

@@ -372,6 +372,15 @@ export interface SessionSteerOptions {
    * boundary as `next`. To stop the Request itself use `abort()` or `send(input, { priority: 'now' })`.
    */
   priority?: 'now' | 'next';
+  /**
+   * The steering input's ID (default: a fresh one). Makes `steer` idempotent: steering again with
+   * an ID this Session already took for the running Request returns a handle on that input (its
+   * `applied` resolves at once when `input_applied` is in the log) and takes nothing new; an ID
+   * used by another Request is a `DurableCommandConflictError`; a malformed one a
+   * `SessionDurableRecorderError`. A host that stores steering inputs before they are applied
+   * re-steers them with their IDs after a restart.
+   */
+  inputId?: string;
 }
 
 /** How a Request ended. */

@@ -70,3 +70,30 @@ describe('send with a caller-chosen requestId', () => {
     expect(types(await readAll(store, 's-rid-resume')).filter((type) => type === 'request_accepted')).toHaveLength(1);
   });
 });
+
+describe('steer with a caller-chosen inputId', () => {
+  it('is idempotent while waiting and once applied; another content, a used ID or a malformed one fails', async () => {
+    const store = memoryStore();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { defineTool } = await import('../../src/session.js');
+    const waiting = defineTool({ sideEffect: 'pure', execute: async () => (await gate, { ok: true }) });
+    const model = createScriptedModel([{ toolCalls: [{ toolCallId: 'c1', toolName: 'waiting', input: {} }] }, { text: 'seen' }]);
+    const session = await createSession({ sessionId: 's-steer-id', model, tools: { waiting }, durableEventStore: store });
+    const handle = await session.send('start', { requestId: 'req-1', inputId: 'in-1' });
+    while (!(await readAll(store, 's-steer-id')).some((event) => event.type === 'tool_started')) await new Promise((r) => setTimeout(r, 1));
+    const steer = await session.steer('more', { inputId: 'in-steer' });
+    expect(steer.inputId).toBe('in-steer');
+    const again = await session.steer('more', { inputId: 'in-steer' });
+    expect(again.applied).toBe(steer.applied);
+    await expect(session.steer('other', { inputId: 'in-steer' })).rejects.toMatchObject({ code: 'DURABLE_COMMAND_CONFLICT' });
+    await expect(session.steer('more', { inputId: 'in-1' })).rejects.toMatchObject({ code: 'DURABLE_COMMAND_CONFLICT' });
+    await expect(session.steer('more', { inputId: '' })).rejects.toMatchObject({ code: 'SESSION_DURABLE_RECORDER_INVALID' });
+    release();
+    await steer.applied;
+    // Applied: a re-steer before the Request ends resolves at once (nothing new is applied).
+    const applied = (await readAll(store, 's-steer-id')).filter((event) => event.type === 'input_applied');
+    expect(applied.map((event) => event.type === 'input_applied' && event.data.inputId)).toEqual(['in-1', 'in-steer']);
+    await handle.result;
+  });
+});
