@@ -24,6 +24,7 @@ import type {
   AgentPermissionReceipt,
   AgentRequestAccepted,
   AgentStatus,
+  AgentSteerAccepted,
 } from '../../src/adapters/durable-object/agent-rpc.js';
 import { unwrapRpcResult, type RpcResult } from '../../src/adapters/durable-object/rpc.js';
 import type { DurableExecutionLeaseRecord, DurableReadResult } from '../../src/core/store.js';
@@ -35,6 +36,7 @@ import { TestSubscriber } from './session-object-helpers.js';
 /** The agent methods of the fixture stub. */
 interface AgentApi {
   submitRequest(sessionId: string, input: { commandId: string; input: string; priority?: string }): Promise<RpcResult<AgentRequestAccepted>>;
+  submitInput(sessionId: string, input: { input: string; priority?: string }): Promise<RpcResult<AgentSteerAccepted>>;
   answerPermission(sessionId: string, id: string, answer: { decision: string }): Promise<RpcResult<AgentPermissionReceipt>>;
   agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>>;
   read(sessionId: string, options?: { after?: number; limit?: number }): Promise<RpcResult<DurableReadResult>>;
@@ -293,6 +295,26 @@ describe('an agent Session running inside the session object', () => {
     expect(responseText(final)).toBe('Done: {"approved":"deploy"}');
     expectGapless(before, after, log);
     after.close();
+  });
+});
+
+describe('steering input across an eviction', () => {
+  it('an input the object took (but had not applied) when it was thrown away is applied, with its text, by the new instance', async () => {
+    const sessionId = freshSession('edge-steer-evict');
+    await logOf(sessionId);
+    const accepted = await submit(sessionId, 'permission');
+    const waiting = await until(() => status(sessionId), (s) => s.state === 'waiting_permission', 'waiting');
+    const permissionRequestId = waiting.pendingPermissions[0] as string;
+    const steered = unwrapRpcResult(await api(sessionId).submitInput(sessionId, { input: 'also mention the weather' }));
+    expect(steered.requestId).toBe(accepted.requestId);
+    expect(types(await logOf(sessionId)).filter((type) => type === 'input_applied')).toHaveLength(1);
+
+    await abortAllDurableObjects();
+    unwrapRpcResult(await api(sessionId).answerPermission(sessionId, permissionRequestId, { decision: 'allow' }));
+    await until(() => logOf(sessionId), (log) => log.some((event) => event.type === 'request_completed'), 'request_completed', 10_000);
+    const applied = (await logOf(sessionId)).filter((event) => event.type === 'input_applied');
+    expect(applied.map((event) => (event.data as { inputId: string }).inputId)).toEqual([accepted.inputId, steered.inputId]);
+    expect(applied[1]?.data).toMatchObject({ input: 'also mention the weather' });
   });
 });
 

@@ -84,14 +84,21 @@ export interface AgentRequestAccepted {
  */
 export type AgentRequestStatus = 'queued' | 'running' | 'completed' | 'failed' | 'interrupted' | 'cancelled';
 
-/** Body of `submitInput` (`POST .../inputs`): steering input for the running request. */
+/**
+ * Body of `submitInput` (`POST .../inputs`): steering input for the running request. The answer
+ * comes once the input is stored in the object (it survives an eviction); it is applied
+ * (`input_applied`, with its text) at the running request's next turn boundary.
+ */
 export interface AgentSteerInput {
   input: DurableInput;
-  /** `now` cancels the running turn's cancelable work and applies before the next model call. */
+  /**
+   * `next` (default): applied after the running turn's tools. `now`: also aborts the model call in
+   * flight (called again with the input); running tools and permission waits are not interrupted.
+   */
   priority?: 'now' | 'next';
 }
 
-/** Answer of `submitInput`. */
+/** Answer of `submitInput` (see {@link AgentSteerInput} for when the input is applied). */
 export interface AgentSteerAccepted {
   inputId: string;
   /** The request the input steers (a new request when none was running). */

@@ -60,7 +60,10 @@ const agentRequestAcceptedSchema = z
 const steerSchema = z
   .strictObject({
     input: durableInputSchema,
-    priority: z.enum(['now', 'next']).optional().meta({ description: '`now` cancels the running turn’s cancelable work first.' }),
+    priority: z
+      .enum(['now', 'next'])
+      .optional()
+      .meta({ description: '`next` (default): applied after the running turn’s tools. `now`: also aborts the model call in flight (tools and permission waits go on).' }),
   })
   .meta({ id: 'AgentSteerInput' });
 
@@ -156,12 +159,16 @@ export function agentRoutes(): RouteDefinition[] {
       operationId: 'submitInput',
       summary: 'Steer the running request with more input',
       description:
-        'The input is applied at the next turn boundary of the running request (`now`: the running turn’s cancelable work ' +
-        'stops first). Without a running request it becomes a new request.',
+        'Answers 202 once the input is durable in the session object (stored before the Session takes it; an eviction ' +
+        'does not lose it: the next instance applies it with the same inputId). It is applied — `input_applied` with the ' +
+        'text in `data.input`, watch the event stream for its inputId — at the next turn boundary of the running request ' +
+        '(`now`: the model call in flight is aborted and made again with it; running tools and permission waits are not ' +
+        'interrupted). An input the request ends (or is rolled over) before applying is dropped. Without a running request ' +
+        'the input becomes a new request.',
       tags: ['agent'],
       scope: 'request',
       body: steerSchema,
-      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The input was taken.', schema: steerAcceptedSchema }],
+      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The input is durable in the object; not applied yet.', schema: steerAcceptedSchema }],
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_WRITE_FAILED'],
       async handle({ sessionId, object, body, c }): Promise<Response> {
         const accepted = await callObject<AgentSteerAccepted>(

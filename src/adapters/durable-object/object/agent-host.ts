@@ -27,6 +27,12 @@
  *    `resumeSession` presents the pending permission again and finds the stored answer.
  * 5. Streams: see `agent-stream.ts` (the model and the tools are wrapped before the Session
  *    gets them).
+ * 6. Steering (`submitInput`): the input is stored in `agent_inputs` (with an ID chosen here)
+ *    before the Session takes it, so the answer means it survives an eviction; `input_applied`
+ *    (which carries the text) deletes the row. A new instance that resumes the Request steers
+ *    the stored inputs again with their IDs (an input already applied is not applied twice).
+ *    Inputs whose Request ended, or was rolled over to a new Request, before applying them are
+ *    dropped.
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type {
@@ -100,6 +106,12 @@ const SCHEMA = [
      message TEXT
    )`,
   `CREATE TABLE IF NOT EXISTS agent_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+  // Steering inputs taken but not applied yet (`input_applied` deletes the row): re-steered after an eviction.
+  `CREATE TABLE IF NOT EXISTS agent_inputs (
+     input_id TEXT PRIMARY KEY,
+     request_id TEXT NOT NULL,
+     body TEXT NOT NULL
+   )`,
 ];
 
 interface RequestRow {
@@ -109,6 +121,12 @@ interface RequestRow {
   input_id: string;
   body: string;
   status: string;
+}
+
+/** A steering input as stored in `agent_inputs` until it is applied. */
+interface StoredSteer {
+  input: DurableInput;
+  priority: 'now' | 'next';
 }
 
 interface StoredBody {
@@ -240,9 +258,12 @@ export class SessionAgentHost {
         if (requestId === undefined) continue;
         if (event.type === 'request_accepted') this.#setStatus(requestId, 'running');
         else if (event.type === 'request_started') this.#activeRequestId = requestId;
+        else if (event.type === 'input_applied') this.#driver.exec('DELETE FROM agent_inputs WHERE input_id = ?', event.data.inputId);
         else if (event.type in TERMINAL_STATUS) {
           const status = TERMINAL_STATUS[event.type];
           if (status !== undefined) this.#setStatus(requestId, status);
+          // An input the Request ended before applying is not applied (as in the Session).
+          this.#driver.exec('DELETE FROM agent_inputs WHERE request_id = ?', requestId);
           if (this.#activeRequestId === requestId) this.#activeRequestId = null;
         }
       }
@@ -337,8 +358,45 @@ export class SessionAgentHost {
       const accepted = await this.submitRequest(sessionId, { commandId: `steer-${crypto.randomUUID()}`, input: input.input, priority: 'next' });
       return { inputId: accepted.inputId, requestId: accepted.requestId };
     }
-    const handle = await session.steer(input.input, { priority });
-    return { inputId: handle.inputId, requestId: handle.requestId };
+    // Stored before the Session takes it, so the answer (sent after this write is durable) means
+    // the input survives an eviction: a new instance re-steers it with the same ID (`#resteer`).
+    const inputId = `in-${crypto.randomUUID()}`;
+    const steered: StoredSteer = { input: input.input, priority };
+    this.#driver.exec(
+      'INSERT INTO agent_inputs (input_id, request_id, body) VALUES (?, ?, ?)',
+      inputId,
+      this.#activeRequestId,
+      JSON.stringify(steered),
+    );
+    try {
+      const handle = await session.steer(input.input, { priority, inputId });
+      if (handle.requestId !== this.#activeRequestId) {
+        this.#driver.exec('UPDATE agent_inputs SET request_id = ? WHERE input_id = ?', handle.requestId, inputId);
+      }
+      return { inputId: handle.inputId, requestId: handle.requestId };
+    } catch (error) {
+      this.#driver.exec('DELETE FROM agent_inputs WHERE input_id = ?', inputId);
+      throw error;
+    }
+  }
+
+  /**
+   * After a resume: steers the stored inputs of the resumed Request again, with their IDs (one
+   * already applied is recognized and not applied twice); inputs of any other Request are dropped
+   * (that Request ended, or was rolled over to a new one, before applying them).
+   */
+  #resteer(session: Session, requestId: string | null): void {
+    const rows = this.#driver.query<{ input_id: string; request_id: string; body: string }>('SELECT input_id, request_id, body FROM agent_inputs');
+    for (const row of rows) {
+      if (row.request_id !== requestId) {
+        this.#driver.exec('DELETE FROM agent_inputs WHERE input_id = ?', row.input_id);
+        continue;
+      }
+      const stored = JSON.parse(row.body) as StoredSteer;
+      session.steer(stored.input, { priority: stored.priority, inputId: row.input_id }).catch((error: unknown) => {
+        console.error(`session object agent: re-steering input ${row.input_id} failed: ${String(error)}`);
+      });
+    }
   }
 
   /** Aborts a request: the running one is interrupted (`user_abort`), a queued one is dropped. */
@@ -597,6 +655,7 @@ export class SessionAgentHost {
       this.#plan = null;
       this.#message = null;
       const resumed = session.resumedRequest;
+      this.#resteer(session, resumed?.requestId ?? null);
       if (resumed !== null) {
         this.#activeRequestId = resumed.requestId;
         await resumed.result.catch(() => undefined);
