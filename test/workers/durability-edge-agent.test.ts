@@ -305,7 +305,7 @@ describe('steering input across an eviction', () => {
     const accepted = await submit(sessionId, 'permission');
     const waiting = await until(() => status(sessionId), (s) => s.state === 'waiting_permission', 'waiting');
     const permissionRequestId = waiting.pendingPermissions[0] as string;
-    const steered = unwrapRpcResult(await api(sessionId).submitInput(sessionId, { input: 'also mention the weather' }));
+    const steered = unwrapRpcResult<AgentSteerAccepted>(await api(sessionId).submitInput(sessionId, { input: 'also mention the weather' }));
     expect(steered.requestId).toBe(accepted.requestId);
     expect(types(await logOf(sessionId)).filter((type) => type === 'input_applied')).toHaveLength(1);
 
