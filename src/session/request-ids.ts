@@ -53,7 +53,8 @@ export function snapshotKey(snapshot: RequestSnapshot | { [key: string]: unknown
 
 interface AcceptedRecord {
   inputId: string;
-  key: string;
+  /** The accepted snapshot as the log has it (its key is computed only when a send asks). */
+  snapshot: { [key: string]: unknown };
   result: SessionRequestResult | undefined;
 }
 
@@ -62,8 +63,8 @@ export class AcceptedRequests {
   readonly #requests = new Map<string, AcceptedRecord>();
   /** Every input ID the log used, with the Request it belongs to. */
   readonly #inputs = new Map<string, string>();
-  /** The content key of each steering input the log carries the content of. */
-  readonly #steeringKeys = new Map<string, string>();
+  /** The content of each steering input the log carries it for. */
+  readonly #steeringInputs = new Map<string, DurableInput>();
 
   /** Folds one committed event. */
   apply(event: DurableEventEnvelope): void {
@@ -72,13 +73,7 @@ export class AcceptedRequests {
         const data = event.data;
         this.#requests.set(event.requestId, {
           inputId: data.inputId,
-          key: snapshotKey({
-            input: data.input,
-            priority: data.priority,
-            maxTurns: data.maxTurns,
-            model: data.model,
-            context: data.context,
-          }),
+          snapshot: { input: data.input, priority: data.priority, maxTurns: data.maxTurns, model: data.model, context: data.context },
           result: undefined,
         });
         this.#inputs.set(data.inputId, event.requestId);
@@ -86,7 +81,7 @@ export class AcceptedRequests {
       }
       case 'input_applied':
         this.#inputs.set(event.data.inputId, event.requestId);
-        if (event.data.input !== undefined) this.#steeringKeys.set(event.data.inputId, snapshotKey({ input: event.data.input }));
+        if (event.data.input !== undefined) this.#steeringInputs.set(event.data.inputId, event.data.input);
         return;
       case 'request_completed':
         this.#settle(event.requestId, {
@@ -119,7 +114,8 @@ export class AcceptedRequests {
 
   /** The content key of an applied steering input (`undefined` when the log has no content for it). */
   steeringKey(inputId: string): string | undefined {
-    return this.#steeringKeys.get(inputId);
+    const input = this.#steeringInputs.get(inputId);
+    return input === undefined ? undefined : snapshotKey({ input });
   }
 
   /** The Request an input ID was used by, if any. */
@@ -185,7 +181,7 @@ export class SentRequests {
     }
     const record = this.accepted.get(requestId);
     if (record !== undefined) {
-      if (record.key !== key || !sameInput(record.inputId)) throw conflict(requestId, 'with another input or options');
+      if (snapshotKey(record.snapshot) !== key || !sameInput(record.inputId)) throw conflict(requestId, 'with another input or options');
       const recordedInput = InputId(record.inputId);
       if (running !== null && running.requestId === requestId) {
         return Promise.resolve({ requestId, inputId: recordedInput, result: running.result });
