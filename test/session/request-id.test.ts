@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createScriptedModel, createSession, resumeSession } from '../../src/session.js';
-import { memoryStore, readAll, types } from './helpers.js';
+import { crashAfter, memoryStore, readAll, types } from './helpers.js';
 
 const answers = (n: number) => createScriptedModel(Array.from({ length: n }, (_, i) => ({ text: `answer ${i + 1}` })));
 
@@ -68,6 +68,21 @@ describe('send with a caller-chosen requestId', () => {
     expect(await again.result).toMatchObject({ status: 'completed', output: 'answer 1' });
     await expect(session.send('bye', { requestId: 'req-1' })).rejects.toMatchObject({ code: 'DURABLE_COMMAND_CONFLICT' });
     expect(types(await readAll(store, 's-rid-resume')).filter((type) => type === 'request_accepted')).toHaveLength(1);
+  });
+});
+
+describe('re-sending after a crash', () => {
+  it('a Request accepted before the crash and resumed is found by its ID, not accepted twice', async () => {
+    const store = memoryStore();
+    const first = await createSession({ sessionId: 's-rid-crash', model: answers(1), durableEventStore: crashAfter(store, 2) });
+    await first.send('hello', { requestId: 'req-1', inputId: 'in-1' });
+    await first.whenIdle();
+    const session = await resumeSession({ sessionId: 's-rid-crash', model: answers(1), durableEventStore: store });
+    expect(session.resumedRequest?.requestId).toBe('req-1');
+    const again = await session.send('hello', { requestId: 'req-1', inputId: 'in-1' });
+    expect(again.result).toBe(session.resumedRequest?.result);
+    expect(await again.result).toMatchObject({ status: 'completed', output: 'answer 1' });
+    expect(types(await readAll(store, 's-rid-crash')).filter((type) => type === 'request_accepted')).toHaveLength(1);
   });
 });
 
