@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
 import { EventId, EventSequence, RequestId, SessionId } from '../../src/protocol/ids.js';
-import { tagDraft, tagOf, tempRoot } from './helpers.js';
+import { finished, startFixture, tagDraft, tagOf, tempRoot, waitForLine } from './helpers.js';
 
 let root: string;
 let cleanup: () => void;
@@ -206,4 +206,31 @@ describe('validated-state sidecar', () => {
     expect(all.events.length).toBeGreaterThan(0);
     expect(all.events.map(tagOf)).toEqual(Array.from({ length: all.events.length }, (_, k) => `big-${k}`));
   });
+
+  it('kill -9 of a process rewriting the sidecar at random moments: every acknowledged event is there and the log opens', async () => {
+    const paths = new JsonlDurableEventStore(root).pathsOf(A);
+    let acked = 0;
+    for (let round = 0; round < 4; round++) {
+      const child = startFixture('sidecar-writer', [root, A]);
+      const done = finished(child);
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        for (const match of chunk.matchAll(/acked (\d+)/g)) acked = Math.max(acked, Number(match[1]));
+      });
+      await waitForLine(child, 'ready', 20_000);
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+      child.kill('SIGKILL');
+      await done;
+      const reader = fresh();
+      const head = (await reader.getHeadSequence(A)) ?? 0;
+      expect(head).toBeGreaterThanOrEqual(acked);
+      const tags: string[] = [];
+      for (let after = 0; after < head; after = tags.length) {
+        const page = await reader.read(A, { after: after === 0 ? undefined : EventSequence(after), limit: 1000 });
+        tags.push(...page.events.map(tagOf));
+      }
+      expect(tags).toEqual(Array.from({ length: head }, (_, k) => `k-${k}`));
+      // Whatever sidecar the kill left, it is either trusted correctly or ignored.
+      expect(existsSync(paths.validated)).toBe(true);
+    }
+  }, 120_000);
 });
