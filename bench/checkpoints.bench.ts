@@ -15,8 +15,8 @@
  *    was restarted on the same storage, on a session of 100,000 events (whose object wrote its
  *    own checkpoint) vs on a fresh session (target <= 2x); median over several restarts.
  * Sizes: CHECKPOINT_BENCH_EVENTS (SQLite, default 1,000,000), CHECKPOINT_BENCH_JSONL_EVENTS (default
- * 200,000: the JSONL store validates its whole file on a process's first open, which takes longer
- * than the journal's default 15 s store deadline at 1,000,000 events on a loaded machine),
+ * 1,000,000: a process's first open of a JSONL log trusts the validated-state sidecar saved with the
+ * checkpoint and validates only the lines appended since, see `validated-state.ts`),
  * CHECKPOINT_BENCH_EDGE_EVENTS (100,000); CHECKPOINT_BENCH_ONLY=open-sqlite,open-jsonl,tp-memory,
  * tp-sqlite,tp-jsonl,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
  * takes about 15 minutes on a quiet machine (most of it generating and folding the big logs once).
@@ -34,8 +34,7 @@ import { appendCycles, cycleDrafts } from '../test/checkpoint/lifecycle-log.js';
 import { ADMIN_TOKEN, startEdgeRuntime } from './checkpoints/edge-runtime.js';
 
 const BIG = Number(process.env['CHECKPOINT_BENCH_EVENTS'] ?? 1_000_000);
-/** JSONL validates its whole file on a process's first open (see docs/checkpoints.md): a smaller default. */
-const BIG_JSONL = Number(process.env['CHECKPOINT_BENCH_JSONL_EVENTS'] ?? 200_000);
+const BIG_JSONL = Number(process.env['CHECKPOINT_BENCH_JSONL_EVENTS'] ?? 1_000_000);
 const EDGE_EVENTS = Number(process.env['CHECKPOINT_BENCH_EDGE_EVENTS'] ?? 100_000);
 const SMALL = 1000;
 const OPEN_REPEATS = Number(process.env['CHECKPOINT_BENCH_REPEATS'] ?? 9);

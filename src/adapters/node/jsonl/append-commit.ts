@@ -104,7 +104,12 @@ function judgeAndWrite(
       // line, exactly as `JSON.stringify(result.events)` would.
       const line = Buffer.from(`[${encodings.join(',')}]\n`);
       lines.push(line);
-      spans.push({ first: (result.previousSequence ?? 0) + 1, last: result.lastSequence, bytes: line.length });
+      spans.push({
+        first: (result.previousSequence ?? 0) + 1,
+        last: result.lastSequence,
+        bytes: line.length,
+        lastEventId: result.events[result.events.length - 1]?.eventId ?? '',
+      });
       accepted.push({ index, result });
       groupBytes += line.length;
       head = result.lastSequence;

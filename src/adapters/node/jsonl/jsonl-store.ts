@@ -249,9 +249,17 @@ export class JsonlDurableEventStore
     const temp = await prepareCheckpointFile(file, checked);
     let committed = false;
     try {
-      await this.#locked(id, options?.signal, true, async () => {
+      await this.#locked(id, options?.signal, true, async (handle) => {
         await commitCheckpointFile(temp, file);
         committed = true;
+        // The log's validated state goes with it (see `validated-state.ts`): a later process's
+        // first open then validates only what was appended since, and the checkpoint can help.
+        try {
+          await handle.log.catchUp();
+          handle.log.saveValidatedState();
+        } catch {
+          // A log that cannot be caught up fails its own calls; the checkpoint is written.
+        }
       });
     } finally {
       if (!committed) await discardCheckpointFile(temp);

@@ -50,6 +50,12 @@ export interface LineOwner {
   reset(): void;
   /** The owner's "corrupt" error (a file that changed under the validated bytes). */
   corrupt(message: string, details: Record<string, unknown>): Error;
+  /**
+   * Optional: called once when a descriptor was just opened on a non-empty file and nothing is
+   * validated yet. Returns how many leading bytes (whole lines) the owner already trusts, having
+   * restored its own state for them (see `validated-state.ts`), or 0 to validate the whole file.
+   */
+  restore?(file: LineFile, size: number): number;
 }
 
 function errorCode(error: unknown): unknown {
@@ -73,6 +79,7 @@ function readAt(fd: number, buffer: Buffer, offset: number, position: number): P
 export class LineFile {
   #fd: number | undefined;
   #ino = -1n;
+  #dev = -1n;
   /** Bytes of complete, validated lines. */
   #validSize = 0;
   /** File size at the last look: more than `#validSize` means a torn tail awaits repair. */
@@ -95,6 +102,11 @@ export class LineFile {
     return this.#fd !== undefined;
   }
 
+  /** `dev` and `ino` of the open file (`-1` when none), as decimal strings. */
+  get fileId(): { dev: string; ino: string } {
+    return { dev: String(this.#dev), ino: String(this.#ino) };
+  }
+
   /** `ino:size` of the validated file, or `none`: what a change watcher compares a `stat` with. */
   get identity(): string {
     return this.#fd === undefined ? 'none' : `${this.#ino}:${this.#validSize}`;
@@ -113,6 +125,7 @@ export class LineFile {
       const fd = this.#fd;
       this.#fd = undefined;
       this.#ino = -1n;
+      this.#dev = -1n;
       closeSync(fd);
     }
   }
@@ -121,6 +134,7 @@ export class LineFile {
     const stats = fstatSync(fd, { bigint: true });
     this.#fd = fd;
     this.#ino = stats.ino;
+    this.#dev = stats.dev;
     // Whoever created this file may have died between its first write and its directory fsync, so
     // the name may not be durable yet: the first write through this descriptor fsyncs the
     // directory too (once per open file; later writes skip it).
@@ -155,6 +169,11 @@ export class LineFile {
           throw error;
         }
         size = this.#adopt(fd);
+        if (size > 0 && this.#validSize === 0 && this.owner.restore !== undefined) {
+          const trusted = this.owner.restore(this, size);
+          if (trusted > 0 && trusted <= size) this.#validSize = trusted;
+          else if (trusted !== 0) this.#forget();
+        }
       }
     } catch (error) {
       throw readFailed(`cannot open ${this.path}`, error);
@@ -241,6 +260,23 @@ export class LineFile {
         throw readFailed(`cannot read ${this.path}`, error);
       }
       if (n === 0) throw this.owner.corrupt(`${this.path} shrank while being read`, { path: this.path, offset: from + filled });
+      filled += n;
+    }
+    return bytes;
+  }
+
+  /**
+   * Bytes `from..to` of the open file with blocking reads, whatever the size, or `undefined` when
+   * no file is open or it is shorter than `to` (for the validated-state check and save).
+   */
+  readBytesSync(from: number, to: number): Buffer | undefined {
+    const fd = this.#fd;
+    if (fd === undefined || to < from) return undefined;
+    const bytes = Buffer.allocUnsafe(to - from);
+    let filled = 0;
+    while (filled < bytes.length) {
+      const n = readSync(fd, bytes, filled, bytes.length - filled, from + filled);
+      if (n === 0) return undefined;
       filled += n;
     }
     return bytes;

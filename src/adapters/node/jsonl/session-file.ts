@@ -20,6 +20,15 @@ import { parseDurableEventEnvelope, type DurableEventEnvelope } from '../../../p
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';
 import { LineFile, type LineOwner } from './line-file.js';
+import {
+  decodeValidatedState,
+  FIRST_BYTES_HASHED,
+  MAX_VERIFIED_LINE_BYTES,
+  SAVE_AFTER_BYTES,
+  sha256,
+  SPARSE_INDEX_BYTES,
+  writeValidatedState,
+} from './validated-state.js';
 
 // `ignoreBOM: true` keeps a leading U+FEFF in the text, so JSON.parse refuses it here exactly as the page
 // read (plain `toString('utf8')`) does: a line is judged one way on the append and the read path.
@@ -30,6 +39,8 @@ export interface BatchSpan {
   first: number;
   last: number;
   bytes: number;
+  /** Event ID of the batch's last event. */
+  lastEventId: string;
 }
 
 function corrupt(message: string, details: Record<string, unknown>, cause?: unknown): DurableEventStoreError {
@@ -46,12 +57,21 @@ export class SessionLog implements LineOwner {
   #head = 0;
   /** Event IDs of the lines taken in by the catch-up under way. */
   #seen: Set<string> | undefined;
+  /** Offset, first sequence and last event ID of the last validated line. */
+  #lastLineOffset = 0;
+  #lastLineFirst = 0;
+  #lastEventId = '';
+  /** Validated size the validated-state sidecar describes (0: none known). */
+  #savedSize = 0;
+  /** Path of the validated-state sidecar (see `validated-state.ts`). */
+  readonly validatedPath: string;
 
   constructor(
     readonly path: string,
     readonly sessionId: SessionId,
   ) {
     this.#file = new LineFile(path, this);
+    this.validatedPath = `${path}.validated`;
   }
 
   /** The validated head, `null` for an empty log. */
@@ -79,6 +99,101 @@ export class SessionLog implements LineOwner {
     this.#index.clear();
     this.#head = 0;
     this.#seen = undefined;
+    this.#lastLineOffset = 0;
+    this.#lastLineFirst = 0;
+    this.#lastEventId = '';
+    this.#savedSize = 0;
+  }
+
+  /**
+   * @internal {@link LineOwner}: trusts the validated-state sidecar for the first bytes of a
+   * just-opened log once it checks out against the file (see `validated-state.ts`); returns the
+   * trusted size, or 0 (validate everything) on any mismatch or error.
+   */
+  restore(file: LineFile, size: number): number {
+    try {
+      const state = decodeValidatedState(this.validatedPath, this.sessionId);
+      if (state === undefined || state.validSize > size) return 0;
+      const { dev, ino } = file.fileId;
+      if (state.dev !== dev || state.ino !== ino) return 0;
+      const first = file.readBytesSync(0, Math.min(FIRST_BYTES_HASHED, state.validSize));
+      if (first === undefined || sha256(first) !== state.firstBytesSha256) return 0;
+      if (state.validSize - state.lastLineOffset > MAX_VERIFIED_LINE_BYTES) return 0;
+      const line = file.readBytesSync(state.lastLineOffset, state.validSize);
+      if (line === undefined || sha256(line) !== state.lastLineSha256) return 0;
+      if (line.indexOf(0x0a) !== line.length - 1) return 0;
+      if (state.lastLineOffset > 0) {
+        const before = file.readBytesSync(state.lastLineOffset - 1, state.lastLineOffset);
+        if (before === undefined || before[0] !== 0x0a) return 0;
+      }
+      const batch: unknown = JSON.parse(strictUtf8.decode(line.subarray(0, line.length - 1)));
+      if (!Array.isArray(batch) || batch.length === 0) return 0;
+      let expected = state.lastLineFirst;
+      let last: DurableEventEnvelope | undefined;
+      for (const value of batch) {
+        last = parseDurableEventEnvelope(value);
+        if (last.sessionId !== this.sessionId || last.sequence !== expected) return 0;
+        expected++;
+      }
+      if (last === undefined || last.sequence !== state.head || last.eventId !== state.lastEventId) return 0;
+      this.reset();
+      for (const [sequence, offset] of state.index) this.#index.push(sequence, offset);
+      if (state.index[state.index.length - 1]?.[1] !== state.lastLineOffset) {
+        this.#index.push(state.lastLineFirst, state.lastLineOffset);
+      }
+      this.#head = state.head;
+      this.#lastLineOffset = state.lastLineOffset;
+      this.#lastLineFirst = state.lastLineFirst;
+      this.#lastEventId = state.lastEventId;
+      this.#savedSize = state.validSize;
+      return state.validSize;
+    } catch {
+      this.reset();
+      return 0;
+    }
+  }
+
+  /**
+   * Records the validated state in the sidecar (under the session lock; errors are ignored: it
+   * only saves a later open some work). No-op when nothing new was validated since the last save.
+   */
+  saveValidatedState(): void {
+    const validSize = this.#file.validSize;
+    if (this.#head === 0 || !this.#file.isOpen || validSize <= this.#savedSize) return;
+    try {
+      const first = this.#file.readBytesSync(0, Math.min(FIRST_BYTES_HASHED, validSize));
+      const line = this.#file.readBytesSync(this.#lastLineOffset, validSize);
+      if (first === undefined || line === undefined) return;
+      const index: Array<[number, number]> = [];
+      let kept = -SPARSE_INDEX_BYTES;
+      for (let i = 0; i < this.#index.size; i++) {
+        const offset = this.#index.offset(i);
+        if (offset > this.#lastLineOffset) break;
+        if (offset - kept >= SPARSE_INDEX_BYTES || offset === this.#lastLineOffset) {
+          index.push([this.#index.firstSequence(i), offset]);
+          kept = offset;
+        }
+      }
+      writeValidatedState(this.validatedPath, {
+        sessionId: this.sessionId,
+        ...this.#file.fileId,
+        validSize,
+        head: this.#head,
+        lastLineOffset: this.#lastLineOffset,
+        lastLineFirst: this.#lastLineFirst,
+        lastEventId: this.#lastEventId,
+        firstBytesSha256: sha256(first),
+        lastLineSha256: sha256(line),
+        index,
+      });
+      this.#savedSize = validSize;
+    } catch {
+      // Derived data: the next open validates more, that is all.
+    }
+  }
+
+  #saveIfGrown(): void {
+    if (this.#file.validSize - this.#savedSize >= SAVE_AFTER_BYTES) this.saveValidatedState();
   }
 
   /** @internal {@link LineOwner}: the log's corrupt error. */
@@ -101,7 +216,10 @@ export class SessionLog implements LineOwner {
     const done = (): void => {
       this.#seen = undefined;
     };
-    return scanning.then(done, (error: unknown) => {
+    return scanning.then(() => {
+      done();
+      this.#saveIfGrown();
+    }, (error: unknown) => {
       done();
       throw error;
     });
@@ -121,6 +239,7 @@ export class SessionLog implements LineOwner {
     }
     const seen = (this.#seen ??= new Set());
     let next = this.#head + 1;
+    let lastEventId = '';
     for (const value of batch) {
       let event: DurableEventEnvelope;
       try {
@@ -146,9 +265,13 @@ export class SessionLog implements LineOwner {
         });
       }
       seen.add(event.eventId);
+      lastEventId = event.eventId;
       next++;
     }
     this.#index.push(this.#head + 1, offset);
+    this.#lastLineOffset = offset;
+    this.#lastLineFirst = this.#head + 1;
+    this.#lastEventId = lastEventId;
     this.#head = next - 1;
   }
 
@@ -190,8 +313,11 @@ export class SessionLog implements LineOwner {
         throw corrupt(`${this.path} changed after validation (byte ${from + lineStart})`, { path: this.path }, error);
       }
       if (!Array.isArray(batch)) throw corrupt(`${this.path} changed after validation`, { path: this.path });
+      // Lines wholly before `start` (a sparse index entry from the validated-state sidecar can
+      // start a range several lines early) do not count against the budget.
+      const wanted = expected + batch.length - 1 >= start;
       const lineFits = used + (lineEnd - lineStart) <= maxBytes;
-      if (lineFits) used += lineEnd - lineStart;
+      if (lineFits && wanted) used += lineEnd - lineStart;
       for (const value of batch as unknown[]) {
         const event = value as Partial<DurableEventEnvelope> | null;
         if (typeof event !== 'object' || event === null || event.sequence !== expected || event.sessionId !== this.sessionId) {
@@ -228,8 +354,12 @@ export class SessionLog implements LineOwner {
       for (const span of spans) {
         this.#index.push(span.first, offset);
         this.#head = span.last;
+        this.#lastLineOffset = offset;
+        this.#lastLineFirst = span.first;
+        this.#lastEventId = span.lastEventId;
         offset += span.bytes;
       }
     });
+    this.#saveIfGrown();
   }
 }

@@ -2,7 +2,7 @@
  * Where a session's files live.
  *
  * `{root}/durable-events/{name}.jsonl`, `{name}.jsonl.lock`, `{name}.lease.json` and
- * `{name}.ledger.jsonl` and `{name}.checkpoint`, where
+ * `{name}.ledger.jsonl`, `{name}.checkpoint` and `{name}.jsonl.validated`, where
  * `name` is the unpadded base64url encoding of the session ID's UTF-8 bytes, so no session ID can
  * name a path (no `/`, `..`, or reserved characters reach the filesystem). Session IDs may be
  * 256 characters long, which would overflow the usual 255-byte file-name limit once encoded; an
@@ -34,6 +34,8 @@ export interface SessionPaths {
   ledger: string;
   /** The latest projection checkpoint (derived data), replaced atomically. */
   checkpoint: string;
+  /** What a store last validated of the log (derived data, see `validated-state.ts`), replaced atomically. */
+  validated: string;
 }
 
 /** The file stem of a session: base64url of its UTF-8 bytes, or `~` + hash for long IDs. */
@@ -55,5 +57,6 @@ export function sessionPaths(root: string, sessionId: SessionId): SessionPaths {
     lease: `${stem}.lease.json`,
     ledger: `${stem}.ledger.jsonl`,
     checkpoint: `${stem}.checkpoint`,
+    validated: `${stem}.jsonl.validated`,
   };
 }
