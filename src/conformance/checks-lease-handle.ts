@@ -36,6 +36,7 @@ import { leaseStoreOf } from './checks-lease.js';
 import { markerDraft } from './fixtures.js';
 import { eventually } from './helpers.js';
 import type { ConformanceCheck, ConformanceContext } from './types.js';
+import { systemTime, type TimeSource } from '../core/time.js';
 
 type Check = ConformanceCheck<DurableEventStore>;
 type Ctx = ConformanceContext<DurableEventStore>;
@@ -57,7 +58,7 @@ export type LeaseFault =
   /** Rejects with `error()` without touching the store. */
   | { kind: 'fail'; error: () => unknown };
 
-/** One lease call seen by a {@link LeaseFaultStore}; times are `performance.now()` milliseconds. */
+/** One lease call seen by a {@link LeaseFaultStore}; times are the fault store's `time.monotonicNow()` milliseconds. */
 export interface LeaseCallRecord {
   method: LeaseMethod;
   /** The lease the call names (the acquisition's `leaseId`, or the fence's). */
@@ -78,7 +79,15 @@ export class LeaseFaultStore implements DurableSessionStore {
   readonly faults: Partial<Record<LeaseMethod, LeaseFault>> = {};
   readonly calls: LeaseCallRecord[] = [];
 
-  constructor(readonly inner: DurableSessionStore) {}
+  /**
+   * @param inner the real store
+   * @param time clock of the call records and timer of `delay` faults (default: the host's); pass
+   *   the handle's `ManualTimeSource` to drive delays with it
+   */
+  constructor(
+    readonly inner: DurableSessionStore,
+    readonly time: TimeSource = systemTime,
+  ) {}
 
   /** The recorded calls of `method`. */
   callsOf(method: LeaseMethod): LeaseCallRecord[] {
@@ -119,18 +128,18 @@ export class LeaseFaultStore implements DurableSessionStore {
     signal: AbortSignal | undefined,
     call: (signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
-    const record: LeaseCallRecord = { method, leaseId, startedAt: performance.now(), reachedStore: false };
+    const record: LeaseCallRecord = { method, leaseId, startedAt: this.time.monotonicNow(), reachedStore: false };
     this.calls.push(record);
     signal?.addEventListener(
       'abort',
       () => {
-        record.abortedAt = performance.now();
+        record.abortedAt = this.time.monotonicNow();
         record.abortReason = signal.reason;
       },
       { once: true },
     );
     const settle = (outcome: 'resolved' | 'rejected'): void => {
-      record.settledAt = performance.now();
+      record.settledAt = this.time.monotonicNow();
       record.outcome = outcome;
     };
     try {
@@ -138,7 +147,7 @@ export class LeaseFaultStore implements DurableSessionStore {
       if (fault?.kind === 'hang') await new Promise<never>(() => undefined);
       if (fault?.kind === 'fail') throw fault.error();
       if (fault?.kind === 'delay') {
-        await waitFor(fault.ms, fault.honorSignal === true ? signal : undefined);
+        await waitFor(this.time, fault.ms, fault.honorSignal === true ? signal : undefined);
         if (fault.honorSignal === true && signal?.aborted === true) throw signal.reason;
       }
       record.reachedStore = true;
@@ -153,12 +162,12 @@ export class LeaseFaultStore implements DurableSessionStore {
   }
 }
 
-function waitFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function waitFor(time: TimeSource, ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
+    const timer = time.setTimer(done, ms);
     signal?.addEventListener('abort', done, { once: true });
     function done(): void {
-      clearTimeout(timer);
+      time.clearTimer(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     }

@@ -6,6 +6,7 @@
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
 import { RequestId } from '../../src/protocol/ids.js';
+import { ManualTimeSource } from '../../src/core/time.js';
 
 /** TTL of in-process test leases. */
 export const TTL_MS = 400;
@@ -30,6 +31,18 @@ export function jumpingClockStore(): { store: MemoryDurableEventStore; advance: 
   let offsetMs = 0;
   const store = new MemoryDurableEventStore({ clock: () => Date.now() + offsetMs });
   return { store, advance: (ms) => (offsetMs += ms) };
+}
+
+/**
+ * A memory store and a lease handle sharing one manual clock. `time` drives the handle's timers
+ * (pass it as the lease's `time`); `jump` moves only the store's clock ahead (to expire a lease at
+ * the store without the handle noticing until its next call).
+ */
+export function manualClockStore(): { time: ManualTimeSource; store: MemoryDurableEventStore; jump: (ms: number) => void } {
+  const time = new ManualTimeSource();
+  let offsetMs = 0;
+  const store = new MemoryDurableEventStore({ clock: () => time.wallNow() + offsetMs });
+  return { time, store, jump: (ms) => (offsetMs += ms) };
 }
 
 /** What a test writer puts in an event: its tag, owner and the fencing token it used. */
