@@ -56,6 +56,15 @@ describe('sleep', () => {
     expect(await state(late.sleep('nap', 3_600_000), 1)).toBe('settled');
   });
 
+  it('refuses a time option that is not a TimeSource', () => {
+    const store = new MemoryDurableEventStore();
+    // SAFETY: deliberately the wrong type, as untyped JavaScript could pass it.
+    const time = { wallNow: () => T0 } as unknown as ManualTimeSource;
+    expect(() => createDurabilityPort({ store, sessionId: newSessionId(), runId: 'run-1', time })).toThrow(
+      expect.objectContaining({ code: 'DURABILITY_INVALID_INPUT' }),
+    );
+  });
+
   it('accepts an absolute deadline and refuses bad durations', async () => {
     const store = new MemoryDurableEventStore();
     const sessionId = newSessionId();
