@@ -192,7 +192,14 @@ describe('WebSocket subscriptions through the Worker', () => {
       await waitFor(() => notices.includes(4));
       await store.append(sessionId, markerDrafts(1, 'single'));
       await waitFor(() => notices.includes(5));
-      expect(notices).toEqual([1, 4, 5]);
+      // Usually [1, 4, 5]: the batch's three frames coalesce into one notice. Coalescing is
+      // best-effort (a batch is flushed WATCH_COALESCE_MS after its last frame), so on a loaded
+      // machine the batch may be heard in parts, e.g. [1, 2, 4, 5]. What must hold: every notice
+      // moves past the previous one, the batch's end and the single append are each heard.
+      expect(notices[0]).toBe(1);
+      expect(notices).toContain(4);
+      expect(notices.at(-1)).toBe(5);
+      for (let index = 1; index < notices.length; index++) expect(notices[index]).toBeGreaterThan(notices[index - 1] ?? Infinity);
     } finally {
       stop();
     }
