@@ -1,6 +1,6 @@
 /**
- * Shared helpers of the lease tests: a memory store whose clock can jump ahead (to expire a lease
- * at the store without waiting), polling without fixed sleeps, marker drafts carrying the writer's
+ * Shared helpers of the lease tests: a memory store on a manual clock whose store side can jump
+ * ahead (to expire a lease at the store without waiting), polling without fixed sleeps, marker drafts carrying the writer's
  * token, and error-code extraction.
  */
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
@@ -24,13 +24,6 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, wha
     if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await sleep(5);
   }
-}
-
-/** A memory store whose lease clock is real time plus an offset that `advance` grows. */
-export function jumpingClockStore(): { store: MemoryDurableEventStore; advance: (ms: number) => void } {
-  let offsetMs = 0;
-  const store = new MemoryDurableEventStore({ clock: () => Date.now() + offsetMs });
-  return { store, advance: (ms) => (offsetMs += ms) };
 }
 
 /**
