@@ -132,6 +132,7 @@ export {
   type DurableSubscriptionEventMessage,
   type DurableSubscriptionMessage,
 } from './core/subscription/index.js';
+export { ManualTimeSource, systemTime, type TimeSource } from './core/time.js';
 export {
   DurableExecutionLease,
   withExecutionLease,

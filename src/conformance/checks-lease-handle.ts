@@ -36,14 +36,19 @@ import { leaseStoreOf } from './checks-lease.js';
 import { markerDraft } from './fixtures.js';
 import { eventually } from './helpers.js';
 import type { ConformanceCheck, ConformanceContext } from './types.js';
+import { systemTime, type TimeSource } from '../core/time.js';
 
 type Check = ConformanceCheck<DurableEventStore>;
 type Ctx = ConformanceContext<DurableEventStore>;
 
-/** TTL of the handles these checks hold; long enough for a remote or file-backed store to answer. */
-export const HANDLE_TTL_MS = 800;
+/**
+ * TTL of the handles these checks hold: long enough for a remote or file-backed store to answer,
+ * and for a heartbeat delayed by a loaded machine (up to TTL minus one period, 1.75 s) not to fail
+ * a healthy handle.
+ */
+export const HANDLE_TTL_MS = 2_000;
 /** Heartbeat period of those handles. */
-export const HANDLE_HEARTBEAT_MS = 200;
+export const HANDLE_HEARTBEAT_MS = 250;
 
 /** A lease method a {@link LeaseFaultStore} can disturb. */
 export type LeaseMethod = 'acquire' | 'renew' | 'release' | 'assert';
@@ -57,7 +62,7 @@ export type LeaseFault =
   /** Rejects with `error()` without touching the store. */
   | { kind: 'fail'; error: () => unknown };
 
-/** One lease call seen by a {@link LeaseFaultStore}; times are `performance.now()` milliseconds. */
+/** One lease call seen by a {@link LeaseFaultStore}; times are the fault store's `time.monotonicNow()` milliseconds. */
 export interface LeaseCallRecord {
   method: LeaseMethod;
   /** The lease the call names (the acquisition's `leaseId`, or the fence's). */
@@ -78,7 +83,15 @@ export class LeaseFaultStore implements DurableSessionStore {
   readonly faults: Partial<Record<LeaseMethod, LeaseFault>> = {};
   readonly calls: LeaseCallRecord[] = [];
 
-  constructor(readonly inner: DurableSessionStore) {}
+  /**
+   * @param inner the real store
+   * @param time clock of the call records and timer of `delay` faults (default: the host's); pass
+   *   the handle's `ManualTimeSource` to drive delays with it
+   */
+  constructor(
+    readonly inner: DurableSessionStore,
+    readonly time: TimeSource = systemTime,
+  ) {}
 
   /** The recorded calls of `method`. */
   callsOf(method: LeaseMethod): LeaseCallRecord[] {
@@ -119,18 +132,18 @@ export class LeaseFaultStore implements DurableSessionStore {
     signal: AbortSignal | undefined,
     call: (signal: AbortSignal | undefined) => Promise<T>,
   ): Promise<T> {
-    const record: LeaseCallRecord = { method, leaseId, startedAt: performance.now(), reachedStore: false };
+    const record: LeaseCallRecord = { method, leaseId, startedAt: this.time.monotonicNow(), reachedStore: false };
     this.calls.push(record);
     signal?.addEventListener(
       'abort',
       () => {
-        record.abortedAt = performance.now();
+        record.abortedAt = this.time.monotonicNow();
         record.abortReason = signal.reason;
       },
       { once: true },
     );
     const settle = (outcome: 'resolved' | 'rejected'): void => {
-      record.settledAt = performance.now();
+      record.settledAt = this.time.monotonicNow();
       record.outcome = outcome;
     };
     try {
@@ -138,7 +151,7 @@ export class LeaseFaultStore implements DurableSessionStore {
       if (fault?.kind === 'hang') await new Promise<never>(() => undefined);
       if (fault?.kind === 'fail') throw fault.error();
       if (fault?.kind === 'delay') {
-        await waitFor(fault.ms, fault.honorSignal === true ? signal : undefined);
+        await waitFor(this.time, fault.ms, fault.honorSignal === true ? signal : undefined);
         if (fault.honorSignal === true && signal?.aborted === true) throw signal.reason;
       }
       record.reachedStore = true;
@@ -153,12 +166,12 @@ export class LeaseFaultStore implements DurableSessionStore {
   }
 }
 
-function waitFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+function waitFor(time: TimeSource, ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
+    const timer = time.setTimer(done, ms);
     signal?.addEventListener('abort', done, { once: true });
     function done(): void {
-      clearTimeout(timer);
+      time.clearTimer(timer);
       signal?.removeEventListener('abort', done);
       resolve();
     }
@@ -191,12 +204,12 @@ const heartbeatOutlivesTtl: Check = {
     const sessionId = ctx.newSessionId();
     const lease = await acquireHandle(store, sessionId, 'handle-a');
     assertEqual(lease.fence.fencingToken, 1, 'first token');
-    await sleep(HANDLE_TTL_MS * 3 + HANDLE_HEARTBEAT_MS);
+    await sleep(HANDLE_TTL_MS * 2 + HANDLE_HEARTBEAT_MS);
     assert(!lease.signal.aborted, `the handle failed: ${describeValue(lease.signal.reason)}`);
     assert(store.callsOf('renew').length >= 3, `expected at least 3 heartbeats, saw ${store.callsOf('renew').length}`);
     const record = await store.inspectExecutionLease(sessionId);
-    assertEqual(record?.leaseId, lease.fence.leaseId, 'lease after three TTLs');
-    assertEqual(record?.fencingToken, 1, 'token after three TTLs');
+    assertEqual(record?.leaseId, lease.fence.leaseId, 'lease after two TTLs');
+    assertEqual(record?.fencingToken, 1, 'token after two TTLs');
     await expectCode(acquireHandle(store, sessionId, 'handle-b'), 'DURABLE_EXECUTION_LEASE_CONFLICT', 'second owner');
     await lease.withExecutionLease((fence) => appendWith(ctx, sessionId, 'under-lease', fence));
     await lease.release();

@@ -95,6 +95,15 @@ export class ManualTimeSource implements TimeSource {
   }
 
   /**
+   * Moves both clocks forward by `ms` WITHOUT firing any timer, as a blocked event loop (a GC
+   * pause, a synchronous stall, a stopped process) would: code that reads the clocks next sees
+   * the time passed, and timers that fell due meanwhile fire at the next {@link advance}.
+   */
+  block(ms: number): void {
+    this.#monotonicMs += Math.max(0, ms);
+  }
+
+  /**
    * Moves both clocks forward by `ms`, firing every timer that falls due on the way, in due order
    * (then creation order), each at its due time, letting the promise work it starts settle
    * before the next one fires.

@@ -1,20 +1,20 @@
 /**
  * `sleep` and `waitFor` against the memory store: deadlines recorded once, bounded timers on a
- * controlled clock, early deliveries, timeouts replayed the same way, ledger order deciding a
+ * `ManualTimeSource` (the port's `time`: its timers fire only on `advance`, never on real time), early deliveries, timeouts replayed the same way, ledger order deciding a
  * delivery/timeout race, the subscribe-then-read race, local wake-ups, and cancellation.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { createDurabilityPort } from '../../src/core/durability/port.js';
 import { readAllRecords } from '../../src/conformance/durability-helpers.js';
+import { ManualTimeSource } from '../../src/core/time.js';
 import { ledgerView, newSessionId, tick } from './helpers.js';
 
 const T0 = Date.UTC(2030, 0, 1);
 
-/** A settable clock. */
-function manualClock(start = T0): { now: () => number; advance: (ms: number) => void } {
-  let current = start;
-  return { now: () => current, advance: (ms) => (current += ms) };
+/** The port's clock and timers, starting at T0; time moves only on `advance`. */
+function manualClock(): ManualTimeSource {
+  return new ManualTimeSource(T0);
 }
 
 /** Resolves to 'settled' if `promise` settles within a few timer turns, else 'pending'. */
@@ -33,27 +33,36 @@ describe('sleep', () => {
     const store = new MemoryDurableEventStore();
     const sessionId = newSessionId();
     const clock = manualClock();
-    const first = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now, maxTimerIntervalMs: 2 });
+    const first = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock, maxTimerIntervalMs: 100 });
     const sleeping = first.sleep('nap', 1_000);
     expect(await state(sleeping)).toBe('pending');
-    clock.advance(400);
+    await clock.advance(400);
     expect(await state(sleeping)).toBe('pending');
     first.close();
     await expect(sleeping).rejects.toMatchObject({ name: 'AbortError' });
 
     // A replay 500 ms later asking for 1000 ms more keeps the recorded deadline T0 + 1000.
-    clock.advance(100);
-    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now, maxTimerIntervalMs: 2 });
+    await clock.advance(100);
+    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock, maxTimerIntervalMs: 100 });
     const again = replay.sleep('nap', 1_000);
     expect(await state(again)).toBe('pending');
-    clock.advance(500); // now T0 + 1000: the bounded timer re-reads the clock and ends the sleep
+    await clock.advance(500); // now T0 + 1000: the bounded timer (100 ms at a time) re-reads the clock and ends the sleep
     expect(await state(again, 10)).toBe('settled');
     const records = await readAllRecords(store, sessionId);
     expect(records).toEqual([expect.objectContaining({ kind: 'sleep', key: 'nap', untilMs: T0 + 1_000 })]);
 
-    clock.advance(10_000);
-    const late = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now });
+    await clock.advance(10_000);
+    const late = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock });
     expect(await state(late.sleep('nap', 3_600_000), 1)).toBe('settled');
+  });
+
+  it('refuses a time option that is not a TimeSource', () => {
+    const store = new MemoryDurableEventStore();
+    // SAFETY: deliberately the wrong type, as untyped JavaScript could pass it.
+    const time = { wallNow: () => T0 } as unknown as ManualTimeSource;
+    expect(() => createDurabilityPort({ store, sessionId: newSessionId(), runId: 'run-1', time })).toThrow(
+      expect.objectContaining({ code: 'DURABILITY_INVALID_INPUT' }),
+    );
   });
 
   it('accepts an absolute deadline and refuses bad durations', async () => {
@@ -123,13 +132,13 @@ describe('waitFor', () => {
     const store = new MemoryDurableEventStore();
     const sessionId = newSessionId();
     const clock = manualClock();
-    const port = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now, maxTimerIntervalMs: 2 });
+    const port = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock, maxTimerIntervalMs: 100 });
     const waiting = port.waitFor('approval', { timeoutMs: 1_000 });
     expect(await state(waiting)).toBe('pending');
-    clock.advance(1_000);
+    await clock.advance(1_000);
     expect(await waiting).toEqual({ status: 'timed_out', sequence: 2 });
     await port.deliver({ key: 'approval', deliveryId: 'late', payload: 'too late' });
-    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now });
+    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock });
     expect(await replay.waitFor('approval', { timeoutMs: 1_000 })).toEqual({ status: 'timed_out', sequence: 2 });
     expect((await readAllRecords(store, sessionId)).map((r) => r.kind)).toEqual(['wait', 'wait_timeout', 'delivery']);
   });
@@ -138,13 +147,13 @@ describe('waitFor', () => {
     const store = new MemoryDurableEventStore();
     const sessionId = newSessionId();
     const clock = manualClock();
-    const first = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now, maxTimerIntervalMs: 2 });
+    const first = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock, maxTimerIntervalMs: 100 });
     const waiting = first.waitFor('k', { timeoutMs: 1_000 });
     expect(await state(waiting)).toBe('pending');
     first.close();
     await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
-    clock.advance(5_000);
-    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', clock: clock.now });
+    await clock.advance(5_000);
+    const replay = createDurabilityPort({ store, sessionId, runId: 'run-1', time: clock });
     // The first wait's deadline (T0 + 1000) has passed: the replay times out at once.
     expect(await replay.waitFor('k', { timeoutMs: 60_000 })).toMatchObject({ status: 'timed_out' });
     expect(await readAllRecords(store, sessionId)).toEqual([
@@ -161,7 +170,7 @@ describe('waitFor', () => {
     await store.recordDurability(a, { kind: 'wait', scope: 'run-1', key: 'k', deadlineMs: T0 - 1 });
     await store.recordDurability(a, { kind: 'delivery', runId: 'run-1', key: 'k', deliveryId: 'd', payload: 'won' });
     for (let replay = 0; replay < 2; replay++) {
-      const port = createDurabilityPort({ store, sessionId: a, runId: 'run-1', clock: clock.now });
+      const port = createDurabilityPort({ store, sessionId: a, runId: 'run-1', time: clock });
       expect(await port.waitFor('k', { timeoutMs: 5 })).toMatchObject({ status: 'delivered', payload: 'won' });
     }
     // Timeout recorded before the delivery: timed out, every time.
@@ -170,7 +179,7 @@ describe('waitFor', () => {
     await store.recordDurability(b, { kind: 'wait_timeout', scope: 'run-1', key: 'k' });
     await store.recordDurability(b, { kind: 'delivery', runId: 'run-1', key: 'k', deliveryId: 'd', payload: 'lost' });
     for (let replay = 0; replay < 2; replay++) {
-      const port = createDurabilityPort({ store, sessionId: b, runId: 'run-1', clock: clock.now });
+      const port = createDurabilityPort({ store, sessionId: b, runId: 'run-1', time: clock });
       expect(await port.waitFor('k')).toEqual({ status: 'timed_out', sequence: 2 });
     }
   });

@@ -72,7 +72,7 @@ async function connect(url: string, protocols: string[]): Promise<Subscriber> {
     async until(predicate) {
       while (!predicate(frames)) {
         await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`timed out; frames: ${JSON.stringify(frames.map((f) => f.type))}`)), 5000);
+          const timer = setTimeout(() => reject(new Error(`timed out; frames: ${JSON.stringify(frames.map((f) => f.type))}`)), 30_000); // generous: a loaded machine is slow, not wrong
           waiters.push(() => {
             clearTimeout(timer);
             resolve();
@@ -192,7 +192,14 @@ describe('WebSocket subscriptions through the Worker', () => {
       await waitFor(() => notices.includes(4));
       await store.append(sessionId, markerDrafts(1, 'single'));
       await waitFor(() => notices.includes(5));
-      expect(notices).toEqual([1, 4, 5]);
+      // Usually [1, 4, 5]: the batch's three frames coalesce into one notice. Coalescing is
+      // best-effort (a batch is flushed WATCH_COALESCE_MS after its last frame), so on a loaded
+      // machine the batch may be heard in parts, e.g. [1, 2, 4, 5]. What must hold: every notice
+      // moves past the previous one, the batch's end and the single append are each heard.
+      expect(notices[0]).toBe(1);
+      expect(notices).toContain(4);
+      expect(notices.at(-1)).toBe(5);
+      for (let index = 1; index < notices.length; index++) expect(notices[index]).toBeGreaterThan(notices[index - 1] ?? Infinity);
     } finally {
       stop();
     }
@@ -200,7 +207,7 @@ describe('WebSocket subscriptions through the Worker', () => {
 });
 
 async function waitFor(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000; // generous: a loaded machine is slow, not wrong
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 5));

@@ -1,7 +1,10 @@
 /**
  * DurableExecutionLease against the memory store: heartbeats, takeover and fencing, sticky
- * fencing, release, and `withExecutionLease` serialization. Store-side expiry is forced by
- * jumping the store's clock, so nothing waits for a TTL to pass unless the test is about time.
+ * fencing, release, and `withExecutionLease` serialization. Handle and store share a
+ * `ManualTimeSource`: time moves only when a test calls `advance` (timers fire, their promise work
+ * settles) or `block` (a stall: the clocks move, no timer runs); store-side expiry is forced by
+ * jumping the store's clock alone. Nothing here depends on how fast the machine runs, except the
+ * real-clock smoke test at the end, whose margins are seconds.
  */
 import { ManualTimeSource, type TimeSource } from '../../src/core/time.js';
 import { getEventListeners } from 'node:events';
@@ -13,17 +16,7 @@ import { DurableSessionJournal } from '../../src/core/journal/journal.js';
 import { DurableExecutionLease, withExecutionLease } from '../../src/core/lease/index.js';
 import { isDurableExecutionLeaseError, isDurableExecutionLeaseTimeoutError } from '../../src/protocol/errors.js';
 import { CommandId, SessionId, WorkerId } from '../../src/protocol/ids.js';
-import {
-  codeOf,
-  HEARTBEAT_MS,
-  jumpingClockStore,
-  rejectionCode,
-  sleep,
-  tagged,
-  tagOf,
-  TTL_MS,
-  waitUntil,
-} from './helpers.js';
+import { codeOf, HEARTBEAT_MS, manualClockStore, rejectionCode, tagged, tagOf, TTL_MS, waitUntil } from './helpers.js';
 
 const OWNER_A = WorkerId('worker-a');
 const OWNER_B = WorkerId('worker-b');
@@ -80,13 +73,13 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
   });
 
   it('a takeover increments the token; the stale holder is refused at the store and fails locally', async () => {
-    const { store, advance } = jumpingClockStore();
+    const { time, store, jump } = manualClockStore();
     const sessionId = newSession();
-    const a = await acquire(store, sessionId);
+    const a = await acquire(store, sessionId, OWNER_A, { time });
     await store.append(sessionId, [tagged({ tag: 'a-1', owner: 'a', token: 1 })], { executionFence: a.fence });
 
-    advance(TTL_MS * 10); // A's lease is expired at the store; A's process has not noticed yet
-    const b = await acquire(store, sessionId, OWNER_B);
+    jump(TTL_MS * 10); // A's lease is expired at the store; A's process has not noticed yet
+    const b = await acquire(store, sessionId, OWNER_B, { time });
     expect(b.fence.fencingToken).toBe(a.fence.fencingToken + 1);
 
     expect(
@@ -95,7 +88,9 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
     await store.append(sessionId, [tagged({ tag: 'b-1', owner: 'b', token: 2 })], { executionFence: b.fence });
 
     // A's next heartbeat is refused: its signal aborts with LOST and stays aborted.
-    await waitUntil(() => a.signal.aborted, 'A notices the takeover');
+    expect(a.signal.aborted).toBe(false);
+    await time.advance(HEARTBEAT_MS);
+    expect(a.signal.aborted).toBe(true);
     expect(isDurableExecutionLeaseError(a.signal.reason)).toBe(true);
     expect(codeOf(a.signal.reason)).toBe('DURABLE_EXECUTION_LEASE_LOST');
     expect(() => a.throwIfLost()).toThrow();
@@ -108,10 +103,10 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
   });
 
   it('an unfenced append during an active lease is REQUIRED, and fencing stays sticky after release and expiry', async () => {
-    const { store, advance } = jumpingClockStore();
+    const { time, store, jump } = manualClockStore();
     const sessionId = newSession();
     await store.append(sessionId, [tagged({ tag: 'before-any-lease', owner: '-', token: 0 })]);
-    const a = await acquire(store, sessionId);
+    const a = await acquire(store, sessionId, OWNER_A, { time });
     expect(await rejectionCode(store.append(sessionId, [tagged({ tag: 'x', owner: '-', token: 0 })]))).toBe(
       'DURABLE_EXECUTION_LEASE_REQUIRED',
     );
@@ -121,9 +116,9 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
     );
     expect(await store.requiresExecutionLease(sessionId)).toBe(true);
 
-    const b = await acquire(store, sessionId, OWNER_B);
+    const b = await acquire(store, sessionId, OWNER_B, { time });
     expect(b.fence.fencingToken).toBe(2);
-    advance(TTL_MS * 10);
+    jump(TTL_MS * 10);
     expect(await rejectionCode(store.append(sessionId, [tagged({ tag: 'x', owner: '-', token: 0 })]))).toBe(
       'DURABLE_EXECUTION_LEASE_REQUIRED',
     );
@@ -139,9 +134,10 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
   });
 
   it('release is idempotent, aborts the signal, and lets a successor in with the next token', async () => {
-    const store = new LeaseFaultStore(new MemoryDurableEventStore());
+    const { time, store: inner } = manualClockStore();
+    const store = new LeaseFaultStore(inner, time);
     const sessionId = newSession();
-    const a = await acquire(store, sessionId);
+    const a = await acquire(store, sessionId, OWNER_A, { time });
     const observed: unknown[] = [];
     a.signal.addEventListener('abort', () => observed.push(a.signal.reason));
 
@@ -155,25 +151,26 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
     expect(await rejectionCode(a.renew())).toBe('DURABLE_EXECUTION_LEASE_LOST');
     expect(await rejectionCode(a.assert())).toBe('DURABLE_EXECUTION_LEASE_LOST');
 
-    const b = await acquire(store, sessionId, OWNER_B);
+    const b = await acquire(store, sessionId, OWNER_B, { time });
     expect(b.fence.fencingToken).toBe(2);
     // Releasing a lease that was replaced is not an error: it is not ours any more either way.
     await a.release();
     expect(b.signal.aborted).toBe(false);
-    // The released handle never heartbeats again; B's handle does.
-    const releasedAt = store.callsOf('release')[0]?.startedAt ?? 0;
-    await sleep(HEARTBEAT_MS * 3);
-    const later = store.callsOf('renew').filter((call) => call.startedAt > releasedAt);
+    // The released handle never heartbeats again; B's handle does, once per period.
+    const renewalsBefore = store.callsOf('renew').length;
+    await time.advance(HEARTBEAT_MS * 3);
+    const later = store.callsOf('renew').slice(renewalsBefore);
     expect(later.filter((call) => call.leaseId === a.fence.leaseId)).toEqual([]);
-    expect(later.filter((call) => call.leaseId === b.fence.leaseId).length).toBeGreaterThan(0);
+    expect(later.filter((call) => call.leaseId === b.fence.leaseId)).toHaveLength(3);
+    expect(b.signal.aborted).toBe(false);
   });
 
   it('a released handle that lost its lease elsewhere still releases quietly', async () => {
-    const { store, advance } = jumpingClockStore();
+    const { time, store, jump } = manualClockStore();
     const sessionId = newSession();
-    const a = await acquire(store, sessionId);
-    advance(TTL_MS * 10);
-    await acquire(store, sessionId, OWNER_B);
+    const a = await acquire(store, sessionId, OWNER_A, { time });
+    jump(TTL_MS * 10);
+    await acquire(store, sessionId, OWNER_B, { time });
     await expect(a.release()).resolves.toBeUndefined();
     expect(a.signal.aborted).toBe(true);
   });
@@ -181,47 +178,47 @@ describe('DurableExecutionLease: heartbeats and fencing', () => {
 
 describe('DurableExecutionLease: withExecutionLease', () => {
   it('runs fenced steps one at a time, with no heartbeat in between', async () => {
-    const store = new LeaseFaultStore(new MemoryDurableEventStore());
+    const { time, store: inner } = manualClockStore();
+    const store = new LeaseFaultStore(inner, time);
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId, OWNER_A, { ttlMs: 1_200, heartbeatIntervalMs: 50 });
-    const spans: Array<{ start: number; end: number }> = [];
+    const lease = await acquire(store, sessionId, OWNER_A, { ttlMs: 1_200, heartbeatIntervalMs: 50, time });
+    const log: string[] = [];
     const step = (tag: string) =>
       withExecutionLease(lease, async (fence, signal) => {
-        const start = performance.now();
+        log.push(`start ${tag}`);
         expect(signal.aborted).toBe(false);
-        await sleep(150); // three heartbeat periods
+        const renewalsAtStart = store.callsOf('renew').length;
+        await time.advance(150); // three heartbeat periods pass inside the step
         await store.append(sessionId, [tagged({ tag, owner: 'a', token: fence.fencingToken })], { executionFence: fence, signal });
-        spans.push({ start, end: performance.now() });
+        // No renewal started while this step ran (the heartbeats due meanwhile wait their turn).
+        expect(store.callsOf('renew').length).toBe(renewalsAtStart);
+        log.push(`end ${tag}`);
         return tag;
       });
     await expect(Promise.all([step('s-1'), step('s-2'), step('s-3')])).resolves.toEqual(['s-1', 's-2', 's-3']);
 
     expect((await store.read(sessionId)).events.map((e) => tagOf(e).tag)).toEqual(['s-1', 's-2', 's-3']);
-    for (let i = 1; i < spans.length; i++) expect(spans[i]?.start).toBeGreaterThanOrEqual(spans[i - 1]?.end ?? Infinity);
-    // Each step first confirms ownership with the store; no renewal starts while a step runs.
+    expect(log).toEqual(['start s-1', 'end s-1', 'start s-2', 'end s-2', 'start s-3', 'end s-3']);
+    // Each step first confirms ownership with the store.
     expect(store.callsOf('assert')).toHaveLength(3);
-    for (const renewal of store.callsOf('renew')) {
-      for (const span of spans) {
-        expect(renewal.startedAt > span.start && renewal.startedAt < span.end).toBe(false);
-      }
-    }
     // Steps leave no listener behind on the lease's signal.
     await Promise.all(Array.from({ length: 20 }, () => lease.withExecutionLease(async () => undefined)));
     expect(getEventListeners(lease.signal, 'abort')).toHaveLength(0);
     // Heartbeats resumed afterwards.
     const before = store.callsOf('renew').length;
-    await waitUntil(() => store.callsOf('renew').length > before, 'a heartbeat after the steps');
+    await time.advance(50);
+    expect(store.callsOf('renew').length).toBeGreaterThan(before);
     expect(lease.signal.aborted).toBe(false);
   });
 
   it('refuses after loss without running the body', async () => {
-    const { store, advance } = jumpingClockStore();
+    const { time, store, jump } = manualClockStore();
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId);
-    advance(TTL_MS * 10);
-    await acquire(store, sessionId, OWNER_B);
+    const lease = await acquire(store, sessionId, OWNER_A, { time });
+    jump(TTL_MS * 10);
+    await acquire(store, sessionId, OWNER_B, { time });
     let ran = 0;
-    // The store's assertion refuses first (the heartbeat may not have run yet).
+    // The store's assertion refuses (no heartbeat has run: the manual clock has not moved).
     expect(await rejectionCode(lease.withExecutionLease(async () => void ran++))).toBe('DURABLE_EXECUTION_LEASE_LOST');
     expect(lease.signal.aborted).toBe(true);
     expect(await rejectionCode(lease.withExecutionLease(async () => void ran++))).toBe('DURABLE_EXECUTION_LEASE_LOST');
@@ -229,16 +226,19 @@ describe('DurableExecutionLease: withExecutionLease', () => {
   });
 
   it('a step queued behind release is refused', async () => {
-    const store = new MemoryDurableEventStore();
+    const { time, store } = manualClockStore();
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId);
+    const lease = await acquire(store, sessionId, OWNER_A, { time });
     let ran = 0;
+    let open = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
     const first = lease.withExecutionLease(async () => {
-      await sleep(50);
+      await gate;
       ran++;
     });
     const released = lease.release();
     const late = lease.withExecutionLease(async () => void ran++);
+    open();
     await first;
     await released;
     expect(await rejectionCode(late)).toBe('DURABLE_EXECUTION_LEASE_LOST');
@@ -246,16 +246,18 @@ describe('DurableExecutionLease: withExecutionLease', () => {
   });
 
   it('a step that overruns the lease window times out and fails the lease', async () => {
-    const store = new MemoryDurableEventStore();
+    const { time, store } = manualClockStore();
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId, OWNER_A, { storeTimeoutMs: 60_000 });
+    const lease = await acquire(store, sessionId, OWNER_A, { storeTimeoutMs: 60_000, time });
     let bodySignal: AbortSignal | undefined;
-    const error = await lease
+    const pending = lease
       .withExecutionLease(async (_fence, signal) => {
         bodySignal = signal;
         await new Promise(() => undefined); // ignores its signal
       })
       .catch((e: unknown) => e);
+    await time.advance(TTL_MS);
+    const error = await pending;
     expect(isDurableExecutionLeaseTimeoutError(error)).toBe(true);
     // Bounded by the lease window, not by the 60 s store deadline.
     const details = (error as { details?: { timeoutMs?: number } }).details;
@@ -266,15 +268,12 @@ describe('DurableExecutionLease: withExecutionLease', () => {
   });
 
   it('a step that ends after the local window reports the loss', async () => {
-    const store = new MemoryDurableEventStore();
+    const { time, store } = manualClockStore();
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId);
+    const lease = await acquire(store, sessionId, OWNER_A, { time });
     const error = await lease
       .withExecutionLease(async () => {
-        const until = performance.now() + TTL_MS + 50;
-        while (performance.now() < until) {
-          // a synchronous stall: no timer can interrupt it
-        }
+        time.block(TTL_MS + 50); // a synchronous stall: the clocks move, no timer can interrupt it
       })
       .catch((e: unknown) => e);
     expect(codeOf(error)).toBe('DURABLE_EXECUTION_LEASE_LOST');
@@ -284,15 +283,16 @@ describe('DurableExecutionLease: withExecutionLease', () => {
 
 describe('DurableExecutionLease: with the journal and options', () => {
   it('journal commits carry the fence and stop once the lease is lost', async () => {
-    const { store, advance } = jumpingClockStore();
+    const { time, store, jump } = manualClockStore();
     const sessionId = newSession();
-    const lease = await acquire(store, sessionId);
+    const lease = await acquire(store, sessionId, OWNER_A, { time });
     const journal = await DurableSessionJournal.open(store, sessionId, { executionLease: lease, executionLeaseStore: store });
     const created = await journal.commit({ commandId: CommandId('create'), events: [lifecycleDrafts.sessionCreated()] });
     expect(created.status).toBe('committed');
 
-    advance(TTL_MS * 10);
-    await waitUntil(() => lease.signal.aborted, 'the lease fails at its next heartbeat');
+    jump(TTL_MS * 10);
+    await time.advance(HEARTBEAT_MS); // the next heartbeat is refused
+    expect(lease.signal.aborted).toBe(true);
     expect(
       await rejectionCode(journal.commit({ commandId: CommandId('accept'), events: [lifecycleDrafts.requestAccepted('r-1')] })),
     ).toBe('DURABLE_EXECUTION_LEASE_LOST');
@@ -320,5 +320,21 @@ describe('DurableExecutionLease: with the journal and options', () => {
       'DURABLE_EXECUTION_LEASE_INVALID',
     );
     expect(store.calls).toHaveLength(0);
+  });
+});
+
+describe('DurableExecutionLease on the real clock (smoke, margins of seconds)', () => {
+  it('heartbeats on the host timers keep a lease alive', async () => {
+    const store = new LeaseFaultStore(new MemoryDurableEventStore());
+    const sessionId = newSession();
+    // A 10 s TTL renewed every 250 ms: only a timer delayed by ~10 s could fail it.
+    const lease = await acquire(store, sessionId, OWNER_A, { ttlMs: 10_000, heartbeatIntervalMs: 250 });
+    await waitUntil(() => store.callsOf('renew').filter((call) => call.outcome === 'resolved').length >= 3, 'three heartbeats', 30_000);
+    expect(lease.signal.aborted).toBe(false);
+    expect((await store.inspectExecutionLease(sessionId))?.leaseId).toBe(lease.fence.leaseId);
+    await lease.release();
+    const renewals = store.callsOf('renew').length;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(store.callsOf('renew')).toHaveLength(renewals); // a released handle stops heartbeating
   });
 });

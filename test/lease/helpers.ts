@@ -1,11 +1,12 @@
 /**
- * Shared helpers of the lease tests: a memory store whose clock can jump ahead (to expire a lease
- * at the store without waiting), polling without fixed sleeps, marker drafts carrying the writer's
+ * Shared helpers of the lease tests: a memory store on a manual clock whose store side can jump
+ * ahead (to expire a lease at the store without waiting), polling without fixed sleeps, marker drafts carrying the writer's
  * token, and error-code extraction.
  */
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
 import { RequestId } from '../../src/protocol/ids.js';
+import { ManualTimeSource } from '../../src/core/time.js';
 
 /** TTL of in-process test leases. */
 export const TTL_MS = 400;
@@ -25,11 +26,16 @@ export async function waitUntil(condition: () => boolean | Promise<boolean>, wha
   }
 }
 
-/** A memory store whose lease clock is real time plus an offset that `advance` grows. */
-export function jumpingClockStore(): { store: MemoryDurableEventStore; advance: (ms: number) => void } {
+/**
+ * A memory store and a lease handle sharing one manual clock. `time` drives the handle's timers
+ * (pass it as the lease's `time`); `jump` moves only the store's clock ahead (to expire a lease at
+ * the store without the handle noticing until its next call).
+ */
+export function manualClockStore(): { time: ManualTimeSource; store: MemoryDurableEventStore; jump: (ms: number) => void } {
+  const time = new ManualTimeSource();
   let offsetMs = 0;
-  const store = new MemoryDurableEventStore({ clock: () => Date.now() + offsetMs });
-  return { store, advance: (ms) => (offsetMs += ms) };
+  const store = new MemoryDurableEventStore({ clock: () => time.wallNow() + offsetMs });
+  return { time, store, jump: (ms) => (offsetMs += ms) };
 }
 
 /** What a test writer puts in an event: its tag, owner and the fencing token it used. */

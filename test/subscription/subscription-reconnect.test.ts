@@ -81,6 +81,6 @@ describe('DurableEventSubscription: reconnection under concurrent appends', () =
         ),
         { numRuns: 30, seed: 20260426 },
       );
-    });
+    }, 120_000); // correctness does not depend on speed; a generous bound for a loaded machine
   }
 });

@@ -1,7 +1,9 @@
 /**
  * DurableEventSubscription against the memory store: the spec example, replay + barrier + live,
  * on-demand paging, fail-closed cursors and pages, close / abort, follow: false, the end after
- * session_closed, polling fallback, store deadlines and option validation.
+ * session_closed, polling fallback, store deadlines and option validation. Poll intervals and
+ * store deadlines run on a `ManualTimeSource` (the `time` option), so no assertion depends on how
+ * fast the machine runs; one polling smoke test uses the real clock without a timing assertion.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
@@ -13,6 +15,7 @@ import { DurableEventSubscriptionError, isAbortError } from '../../src/protocol/
 import { DurableEventType, type DurableEventEnvelope } from '../../src/protocol/events.js';
 import { EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { deferred, sleepIgnoringSignal, wrapStore } from '../journal/store-wrappers.js';
+import { ManualTimeSource } from '../../src/core/time.js';
 
 const sessionId = SessionId('subscription-session');
 
@@ -303,6 +306,7 @@ describe('DurableEventSubscription: ending', () => {
 
 describe('DurableEventSubscription: waiting for appends', () => {
   it('falls back to polling a store without watch', async () => {
+    const time = new ManualTimeSource();
     const inner = await seeded(1);
     let reads = 0;
     const store = wrapStore(inner, {
@@ -312,18 +316,37 @@ describe('DurableEventSubscription: waiting for appends', () => {
         return read(...args);
       },
     });
-    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 2 });
+    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 2, time });
+    expect(await takeN(subscription, 2)).toEqual(['1R', 'caught_up@1']);
+    const pending = subscription.next();
+    await time.advance(0);
+    const first = reads; // the empty live read; the wait sleeps one poll interval
+    await time.advance(1);
+    expect(reads).toBe(first);
+    await time.advance(1);
+    expect(reads).toBe(first + 1);
+    await time.advance(2 * 5);
+    expect(reads).toBe(first + 6); // one read per interval
+    await inner.append(sessionId, markerDrafts(1, 'polled'));
+    await time.advance(2);
+    expect(summary(((await pending) as IteratorYieldResult<DurableSubscriptionMessage>).value)).toBe('2L');
+    subscription.close();
+  });
+
+  it('polls on the real clock too (smoke: no timing assertion)', async () => {
+    const inner = await seeded(1);
+    const store = wrapStore(inner, { watch: false });
+    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 5 });
     expect(await takeN(subscription, 2)).toEqual(['1R', 'caught_up@1']);
     const pending = subscription.next();
     await sleepIgnoringSignal(20);
-    const before = reads;
-    expect(before).toBeGreaterThan(2);
     await inner.append(sessionId, markerDrafts(1, 'polled'));
     expect(summary(((await pending) as IteratorYieldResult<DurableSubscriptionMessage>).value)).toBe('2L');
     subscription.close();
   });
 
   it('uses watch instead of polling: one empty read, then it waits for the notification', async () => {
+    const time = new ManualTimeSource();
     const inner = await seeded(1);
     let reads = 0;
     const store = wrapStore(inner, {
@@ -332,11 +355,12 @@ describe('DurableEventSubscription: waiting for appends', () => {
         return read(...args);
       },
     });
-    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 1 });
+    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 1, time });
     expect(await takeN(subscription, 2)).toEqual(['1R', 'caught_up@1']);
     const pending = subscription.next();
-    await sleepIgnoringSignal(20);
+    await time.advance(1_000); // a thousand poll intervals
     expect(reads).toBe(2); // the replay page and one empty live read: no polling
+    expect(time.pendingTimers).toBe(0);
     await inner.append(sessionId, markerDrafts(1, 'pushed'));
     expect(summary(((await pending) as IteratorYieldResult<DurableSubscriptionMessage>).value)).toBe('2L');
     subscription.close();
@@ -356,8 +380,8 @@ describe('DurableEventSubscription: waiting for appends', () => {
         return page;
       },
     });
-    // A poll interval far beyond the test's bound: only the watch flag can deliver the event.
-    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 60_000 });
+    // The poll timer is on a manual clock that never moves: only the watch flag can deliver the event.
+    const subscription = await DurableEventSubscription.open(store, sessionId, { pollIntervalMs: 60_000, time: new ManualTimeSource() });
     expect(await takeN(subscription, 2)).toEqual(['1R', 'caught_up@1']);
     injectAfterRead = true;
     expect(await takeN(subscription, 1)).toEqual(['2L']);
@@ -365,17 +389,28 @@ describe('DurableEventSubscription: waiting for appends', () => {
   });
 
   it('bounds each store read by storeTimeoutMs', async () => {
+    const time = new ManualTimeSource();
     const inner = await seeded(1);
     let slow = false;
     const store = wrapStore(inner, {
       read: async (read, ...args) => {
-        if (slow) await sleepIgnoringSignal(50);
+        if (slow) await new Promise<void>((resolve) => time.setTimer(resolve, 50)); // ignores its signal
         return read(...args);
       },
     });
-    const subscription = await DurableEventSubscription.open(store, sessionId, { storeTimeoutMs: 5 });
+    const subscription = await DurableEventSubscription.open(store, sessionId, { storeTimeoutMs: 5, time });
     slow = true;
-    await expect(subscription.next()).rejects.toMatchObject({ code: 'DURABLE_EVENT_IO_TIMEOUT' });
+    const pending = subscription.next();
+    await time.advance(4);
+    let settled = false;
+    void pending.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await time.advance(0);
+    expect(settled).toBe(false);
+    await time.advance(1);
+    await expect(pending).rejects.toMatchObject({ code: 'DURABLE_EVENT_IO_TIMEOUT' });
     await expect(subscription.next()).resolves.toEqual({ done: true, value: undefined });
   });
 });
@@ -388,6 +423,7 @@ describe('DurableEventSubscription: options', () => {
     ['pollIntervalMs above the maximum', { pollIntervalMs: 60_001 }],
     ['storeTimeoutMs 0', { storeTimeoutMs: 0 }],
     ['follow not a boolean', { follow: 'yes' }],
+    ['time not a TimeSource', { time: {} }],
   ])('rejects %s', async (_name, options) => {
     await expect(DurableEventSubscription.open(new MemoryDurableEventStore(), sessionId, options)).rejects.toBeInstanceOf(
       DurableEventSubscriptionError,

@@ -10,8 +10,11 @@
  *    store notice, a local delivery) into one resolution. A hint that arrives while nobody waits
  *    is kept as a flag, so a hint racing a read is never lost.
  * 3. An abort signal ends the wait at once with the signal's reason; the timer is cleared.
+ * 4. Timers run on a {@link TimeSource} (default: the host's, `systemTime`), so tests drive them
+ *    with a `ManualTimeSource` instead of waiting on real time.
  */
 import { abortReason } from '../abort.js';
+import { systemTime, type TimeSource } from '../time.js';
 
 /** Longest single timer a local wait arms, in milliseconds; longer waits re-arm. */
 export const MAX_TIMER_INTERVAL_MS = 60_000;
@@ -51,17 +54,14 @@ export class Waker {
   }
 }
 
-function unref(timer: unknown): void {
-  // Node returns a Timeout object with `unref`; browsers and workerd return a number.
-  const handle = timer as { unref?: () => void } | null;
-  if (typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
-}
-
 /** Options of {@link waitLocally}. */
 export interface LocalWaitOptions {
   /** Epoch milliseconds to wait for; `null` waits for a hint (or the abort) only. */
   deadlineMs: number | null;
+  /** Epoch-millisecond clock the deadline is measured on. */
   clock: () => number;
+  /** Timers of the wait (background: they never keep a process alive). Default: `systemTime`. */
+  time?: TimeSource | undefined;
   signal: AbortSignal;
   maxIntervalMs: number;
   /** Ends the wait early on a hint. */
@@ -74,16 +74,17 @@ export interface LocalWaitOptions {
  */
 export function waitLocally(options: LocalWaitOptions): Promise<LocalWaitOutcome> {
   const { deadlineMs, clock, signal, maxIntervalMs, waker } = options;
+  const time = options.time ?? systemTime;
   if (signal.aborted) return Promise.reject(abortReason(signal));
   if (deadlineMs !== null && clock() >= deadlineMs) return Promise.resolve('deadline');
   if (waker?.pending === true) return Promise.resolve('woken');
   return new Promise<LocalWaitOutcome>((resolve, reject) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: unknown;
     let done = false;
     const finish = (outcome: LocalWaitOutcome | { error: unknown }): void => {
       if (done) return;
       done = true;
-      if (timer !== undefined) clearTimeout(timer);
+      if (timer !== undefined) time.clearTimer(timer);
       signal.removeEventListener('abort', onAbort);
       if (typeof outcome === 'string') resolve(outcome);
       else reject(outcome.error);
@@ -96,8 +97,7 @@ export function waitLocally(options: LocalWaitOptions): Promise<LocalWaitOutcome
         finish('deadline');
         return;
       }
-      timer = setTimeout(arm, Math.min(remaining, maxIntervalMs));
-      unref(timer);
+      timer = time.setTimer(arm, Math.min(remaining, maxIntervalMs), true);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     waker?.next().then(() => finish('woken'));

@@ -3,6 +3,7 @@
  */
 import type { JsonValue } from '../../protocol/json.js';
 import type { SessionId } from '../../protocol/ids.js';
+import type { TimeSource } from '../time.js';
 import type { DurabilityLedgerStore } from './ledger-contract.js';
 
 /**
@@ -29,8 +30,16 @@ export interface DurabilityPortOptions {
   subscribe?: DurabilitySubscribe | undefined;
   /** Cancels every local wait of the port; durable facts stay. */
   signal?: AbortSignal | undefined;
-  /** Clock in epoch milliseconds, used for deadlines (default `Date.now`). */
+  /**
+   * Clock in epoch milliseconds, used for deadlines (default: `time.wallNow`, i.e. `Date.now` when
+   * `time` is not given either).
+   */
   clock?: (() => number) | undefined;
+  /**
+   * Timers of `sleep` and `waitFor` local waits, and their clock unless `clock` is given (default:
+   * the host's, `systemTime`). Tests pass a `ManualTimeSource` to drive waits deterministically.
+   */
+  time?: TimeSource | undefined;
   /** Longest single timer of a local wait, 1..60 000 ms (default 60 000). */
   maxTimerIntervalMs?: number | undefined;
 }

@@ -20,6 +20,7 @@
  */
 import { abortReason, newAbortError, throwIfAborted } from '../abort.js';
 import { DurabilityError } from '../../protocol/errors.js';
+import { systemTime } from '../time.js';
 import { cloneJson, describeLosslessJsonProblem, type JsonValue } from '../../protocol/json.js';
 import { deliverDurably } from './deliver.js';
 import {
@@ -111,7 +112,11 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
   const sessionId = checkDurabilitySessionId(options.sessionId);
   const runId = checkDurabilityKey(options.runId, 'runId');
   const scope = checkDurabilityScope(options.scope ?? runId);
-  const clock = options.clock ?? Date.now;
+  if (options.time !== undefined && typeof options.time?.setTimer !== 'function') {
+    throw invalidInput('time must be a TimeSource');
+  }
+  const time = options.time ?? systemTime;
+  const clock = options.clock ?? ((): number => time.wallNow());
   const maxIntervalMs = options.maxTimerIntervalMs ?? MAX_TIMER_INTERVAL_MS;
   if (!Number.isSafeInteger(maxIntervalMs) || maxIntervalMs < 1 || maxIntervalMs > MAX_TIMER_INTERVAL_MS) {
     throw invalidInput(`maxTimerIntervalMs must be an integer in 1..${MAX_TIMER_INTERVAL_MS}`);
@@ -244,7 +249,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
       record = expectRecord(result.record, 'sleep', { scope, key: checkedKey });
       view.remember(record);
     }
-    await waitLocally({ deadlineMs: record.untilMs, clock, signal, maxIntervalMs });
+    await waitLocally({ deadlineMs: record.untilMs, clock, time, signal, maxIntervalMs });
   };
 
   const toResult = <T extends JsonValue>(decision: WaitDecision): WaitForResult<T> =>
@@ -303,7 +308,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
           }
           continue;
         }
-        await waitLocally({ deadlineMs: wait.deadlineMs, clock, signal, maxIntervalMs, waker });
+        await waitLocally({ deadlineMs: wait.deadlineMs, clock, time, signal, maxIntervalMs, waker });
         waker.reset();
         await refresh();
       }

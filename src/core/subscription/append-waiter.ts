@@ -6,26 +6,30 @@
  * appended" flag; the listener sets the flag. Because the flag is cleared *before* the read, an
  * append that lands between the read and the wait is never lost: `wait()` then returns at once.
  * Stores without `watch` are polled: `wait()` sleeps `pollIntervalMs`. Either wait ends early,
- * with the stop signal's reason, when the subscription is closed or aborted.
+ * with the stop signal's reason, when the subscription is closed or aborted. The poll timer runs
+ * on the subscription's `time` (default: the host's timers).
  */
 import type { DurableEventStore } from '../store.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import { systemTime, type TimeSource } from '../time.js';
 
 /** Push-or-poll wait for the next append to one session. */
 export class AppendWaiter {
   readonly #store: DurableEventStore;
   readonly #sessionId: SessionId;
   readonly #pollIntervalMs: number;
+  readonly #time: TimeSource;
   #unwatch: (() => void) | undefined;
   #watchFailed = false;
   #notified = false;
   #after = 0;
   #wake: (() => void) | null = null;
 
-  constructor(store: DurableEventStore, sessionId: SessionId, pollIntervalMs: number) {
+  constructor(store: DurableEventStore, sessionId: SessionId, pollIntervalMs: number, time: TimeSource = systemTime) {
     this.#store = store;
     this.#sessionId = sessionId;
     this.#pollIntervalMs = pollIntervalMs;
+    this.#time = time;
   }
 
   /** True while waits are driven by the store's `watch` notifications. */
@@ -55,9 +59,9 @@ export class AppendWaiter {
     if (stop.aborted) return Promise.reject(stop.reason);
     if (this.#notified) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: unknown;
       const cleanup = (): void => {
-        if (timer !== undefined) clearTimeout(timer);
+        if (timer !== undefined) this.#time.clearTimer(timer);
         this.#wake = null;
         stop.removeEventListener('abort', onStop);
       };
@@ -71,7 +75,7 @@ export class AppendWaiter {
       };
       stop.addEventListener('abort', onStop, { once: true });
       this.#wake = finish;
-      if (this.#unwatch === undefined) timer = setTimeout(finish, this.#pollIntervalMs);
+      if (this.#unwatch === undefined) timer = this.#time.setTimer(finish, this.#pollIntervalMs);
     });
   }
 

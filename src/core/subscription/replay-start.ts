@@ -10,6 +10,7 @@
  * `DurableEventSubscriptionError` instead of silently skipping or repeating data.
  */
 import { withDeadline } from '../abort.js';
+import { systemTime, type TimeSource } from '../time.js';
 import type { DurableEventStore } from '../store.js';
 import { DurableEventStoreError, DurableEventSubscriptionError, isDurableEventStoreError } from '../../protocol/errors.js';
 import { parseDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
@@ -35,6 +36,7 @@ export function subscriptionCall<T>(
   signal: AbortSignal | undefined,
   sessionId: SessionId,
   call: (signal: AbortSignal) => Promise<T>,
+  time: TimeSource = systemTime,
 ): Promise<T> {
   return withDeadline(
     timeoutMs,
@@ -44,6 +46,7 @@ export function subscriptionCall<T>(
       new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `subscription store call exceeded its deadline of ${timeoutMs} ms`, {
         details: { timeoutMs, sessionId },
       }),
+    time,
   );
 }
 
@@ -54,10 +57,12 @@ export async function resolveReplayStart(
   after: DurableEventCursor | null | undefined,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  time: TimeSource = systemTime,
 ): Promise<ReplayStart> {
   if (after === undefined || after === null) {
     const barrier = await subscriptionCall(timeoutMs, signal, sessionId, (callSignal) =>
       store.getHeadSequence(sessionId, { signal: callSignal }),
+      time,
     );
     return { position: null, barrier, closed: false };
   }
@@ -79,6 +84,7 @@ export async function resolveReplayStart(
         limit: 1,
         signal: callSignal,
       }),
+      time,
     );
   } catch (error) {
     if (isDurableEventStoreError(error) && error.code === 'DURABLE_EVENT_INVALID_CURSOR') {

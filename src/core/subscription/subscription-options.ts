@@ -4,6 +4,7 @@
  * A bad option throws `DurableEventSubscriptionError` before any store call.
  */
 import { checkTimeoutMs } from '../abort.js';
+import { systemTime, type TimeSource } from '../time.js';
 import { DurableEventSubscriptionError } from '../../protocol/errors.js';
 import type { DurableEventCursor } from '../../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
@@ -33,6 +34,11 @@ export interface DurableEventSubscriptionOptions {
   signal?: AbortSignal;
   /** Deadline of each store call, in ms (default 15 000, at most `MAX_DURABLE_STORE_TIMEOUT_MS`). */
   storeTimeoutMs?: number;
+  /**
+   * Clocks and timers of the poll interval and of every store-call deadline (default: the host's,
+   * `systemTime`). Tests pass a `ManualTimeSource` to drive them deterministically.
+   */
+  time?: TimeSource;
 }
 
 /** One delivered event, with the cursor to save once it has been processed. */
@@ -61,6 +67,7 @@ export interface SubscriptionSettings {
   follow: boolean;
   storeTimeoutMs: number;
   signal: AbortSignal | undefined;
+  time: TimeSource;
 }
 
 function invalid(message: string): DurableEventSubscriptionError {
@@ -79,6 +86,9 @@ export function resolveSubscriptionOptions(options: DurableEventSubscriptionOpti
   const o = options ?? {};
   if (o.follow !== undefined && typeof o.follow !== 'boolean') throw invalid('follow must be a boolean');
   if (o.signal !== undefined && typeof o.signal?.aborted !== 'boolean') throw invalid('signal must be an AbortSignal');
+  if (o.time !== undefined && (typeof o.time !== 'object' || o.time === null || typeof o.time.setTimer !== 'function')) {
+    throw invalid('time must be a TimeSource');
+  }
   return {
     pageSize: o.pageSize === undefined ? DEFAULT_READ_LIMIT : checkInteger('pageSize', o.pageSize, 1, MAX_READ_LIMIT),
     pollIntervalMs:
@@ -91,5 +101,6 @@ export function resolveSubscriptionOptions(options: DurableEventSubscriptionOpti
         ? DEFAULT_STORE_TIMEOUT_MS
         : checkTimeoutMs(o.storeTimeoutMs, MAX_DURABLE_STORE_TIMEOUT_MS, (message) => invalid(`storeTimeoutMs: ${message}`)),
     signal: o.signal,
+    time: o.time ?? systemTime,
   };
 }

@@ -97,7 +97,7 @@ export class DurableEventSubscription implements AsyncIterableIterator<DurableSu
     this.#position = start.position;
     this.replayHeadSequence = start.barrier;
     this.#sessionClosed = start.closed;
-    this.#waiter = new AppendWaiter(store, sessionId, settings.pollIntervalMs);
+    this.#waiter = new AppendWaiter(store, sessionId, settings.pollIntervalMs, settings.time);
     this.#stop = anySignal([this.#lifecycle.signal, settings.signal]);
     settings.signal?.addEventListener('abort', this.#onCallerAbort, { once: true });
   }
@@ -116,7 +116,7 @@ export class DurableEventSubscription implements AsyncIterableIterator<DurableSu
     const problem = describeInvalidId(sessionId);
     if (problem !== undefined) throw new DurableEventSubscriptionError(`sessionId ${problem}`);
     throwIfAborted(settings.signal);
-    const start = await resolveReplayStart(store, sessionId, options?.after, settings.storeTimeoutMs, settings.signal);
+    const start = await resolveReplayStart(store, sessionId, options?.after, settings.storeTimeoutMs, settings.signal, settings.time);
     return new DurableEventSubscription(store, sessionId, settings, start);
   }
 
@@ -229,6 +229,7 @@ export class DurableEventSubscription implements AsyncIterableIterator<DurableSu
     try {
       page = await subscriptionCall(this.#settings.storeTimeoutMs, this.#stop, this.sessionId, (callSignal) =>
         this.#store.read(this.sessionId, { after, limit, signal: callSignal }),
+        this.#settings.time,
       );
     } catch (error) {
       if (isDurableEventStoreError(error) && error.code === 'DURABLE_EVENT_INVALID_CURSOR') {
