@@ -1,7 +1,8 @@
 /**
  * Preview of a command before anything is written.
  *
- * 1. Fork the journal's projector (cheap: it shares persistent state) and fold the command's
+ * 1. Fork the journal's projector (cheap: it shares persistent state; the fork is dropped
+ *    before this synchronous call returns, so it overlays the projector's recent IDs) and fold the command's
  *    drafts into the fork as synthetic envelopes: placeholder event IDs, sequences continuing the
  *    head, `recordedAt` = now. Any invariant the projector enforces rejects the command here.
  * 2. Before each Request terminal draft, check its anchor: it must name, in `causationEventId`,
@@ -98,14 +99,15 @@ function checkRequestTerminalAnchor(
 
 /**
  * Folds `drafts` into a fork of `projector` and checks Request terminal anchors; throws
- * `DurableEventProjectionError` when the command would break an invariant. Returns the fork.
+ * `DurableEventProjectionError` when the command would break an invariant. The fork is dropped.
  */
 export function previewCommand(
   projector: DurableSessionProjector,
   drafts: readonly DurableEventDraft[],
   context: CommandPreviewContext,
-): DurableSessionProjector {
-  const fork = projector.clone();
+): void {
+  // The fork lives only for this synchronous call, so the overlay copy (no sealing) is safe.
+  const fork = projector.previewClone();
   const base = context.head ?? 0;
   const idPrefix = `journal-preview-${crypto.randomUUID()}`;
   let previous: DurableEventDraft | undefined;
@@ -114,5 +116,4 @@ export function previewCommand(
     fork.apply([syntheticEnvelope(draft, context.sessionId, base + index + 1, `${idPrefix}-${index}`, context.nowIso)]);
     previous = draft;
   });
-  return fork;
 }
