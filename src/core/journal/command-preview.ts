@@ -21,7 +21,7 @@ import {
   type DurableEventDraft,
   type DurableEventEnvelope,
 } from '../../protocol/events.js';
-import { EventId, EventSequence, type SessionId } from '../../protocol/ids.js';
+import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableSessionProjector } from '../projector/index.js';
 
 /** Facts the preview needs besides the drafts. */
@@ -32,6 +32,10 @@ export interface CommandPreviewContext {
   nowIso: string;
 }
 
+/** Random per process: synthetic IDs never meet a real event's ID (and never reach the log). */
+const PREVIEW_ID_PREFIX = `journal-preview-${crypto.randomUUID()}-`;
+let previewCounter = 0;
+
 function syntheticEnvelope(
   draft: DurableEventDraft,
   sessionId: SessionId,
@@ -41,11 +45,12 @@ function syntheticEnvelope(
 ): DurableEventEnvelope {
   const { occurredAt, ...rest } = draft;
   // SAFETY: same construction as the store's (log-engine `planAppend`): adding store fields to a
-  // validated draft keeps its discriminant and payload type.
+  // validated draft keeps its discriminant and payload type. The ID (a short printable string)
+  // and the sequence (a positive integer) are well-formed by construction.
   return {
     schemaVersion: DURABLE_EVENT_SCHEMA_VERSION,
-    eventId: EventId(eventId),
-    sequence: EventSequence(sequence),
+    eventId: eventId as EventId,
+    sequence: sequence as EventSequence,
     sessionId,
     ...rest,
     recordedAt: nowIso,
@@ -109,11 +114,11 @@ export function previewCommand(
   // The fork lives only for this synchronous call, so the overlay copy (no sealing) is safe.
   const fork = projector.previewClone();
   const base = context.head ?? 0;
-  const idPrefix = `journal-preview-${crypto.randomUUID()}`;
+  const idPrefix = `${PREVIEW_ID_PREFIX}${previewCounter++}`;
   let previous: DurableEventDraft | undefined;
   drafts.forEach((draft, index) => {
     if (isRequestTerminalType(draft.type)) checkRequestTerminalAnchor(fork, draft, previous, index);
-    fork.apply([syntheticEnvelope(draft, context.sessionId, base + index + 1, `${idPrefix}-${index}`, context.nowIso)]);
+    fork.applyParsed([syntheticEnvelope(draft, context.sessionId, base + index + 1, `${idPrefix}-${index}`, context.nowIso)]);
     previous = draft;
   });
 }
