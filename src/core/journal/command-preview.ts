@@ -32,8 +32,11 @@ export interface CommandPreviewContext {
   nowIso: string;
 }
 
-/** Random per process: synthetic IDs never meet a real event's ID (and never reach the log). */
-const PREVIEW_ID_PREFIX = `journal-preview-${crypto.randomUUID()}-`;
+/**
+ * Random per process (drawn on first use: some runtimes refuse random values at module scope):
+ * synthetic IDs never meet a real event's ID (and never reach the log).
+ */
+let previewIdPrefix: string | undefined;
 let previewCounter = 0;
 
 function syntheticEnvelope(
@@ -114,7 +117,8 @@ export function previewCommand(
   // The fork lives only for this synchronous call, so the overlay copy (no sealing) is safe.
   const fork = projector.previewClone();
   const base = context.head ?? 0;
-  const idPrefix = `${PREVIEW_ID_PREFIX}${previewCounter++}`;
+  previewIdPrefix ??= `journal-preview-${crypto.randomUUID()}-`;
+  const idPrefix = `${previewIdPrefix}${previewCounter++}`;
   let previous: DurableEventDraft | undefined;
   drafts.forEach((draft, index) => {
     if (isRequestTerminalType(draft.type)) checkRequestTerminalAnchor(fork, draft, previous, index);
