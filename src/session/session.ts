@@ -121,7 +121,12 @@ function resolveSettings(options: SessionOptions): SessionSettings {
  * lease, each append's deadline is also capped to what is left of the lease window (the stricter
  * of `durableStoreTimeoutMs`, which the journal applies, and the lease deadline wins).
  */
-function tapStore(store: DurableEventStore, history: HistoryProjection, lease: DurableExecutionLease | undefined): DurableEventStore {
+function tapStore(
+  store: DurableEventStore,
+  history: HistoryProjection,
+  lease: DurableExecutionLease | undefined,
+  storeTimeoutMs: number,
+): DurableEventStore {
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') {
@@ -137,6 +142,8 @@ function tapStore(store: DurableEventStore, history: HistoryProjection, lease: D
           if (leftMs < 1) {
             return Promise.reject(new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no time left in the lease window for the append'));
           }
+          // The journal's own deadline (`storeTimeoutMs`, armed just before this call) ends first.
+          if (leftMs >= storeTimeoutMs) return target.append(sessionId, drafts, options);
           return withDeadline(
             leftMs,
             options.signal,
@@ -187,7 +194,7 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
   }
   const history = new HistoryProjection();
   try {
-    const journal = await DurableSessionJournal.open(tapStore(store, history, lease), sessionId, {
+    const journal = await DurableSessionJournal.open(tapStore(store, history, lease, storeTimeoutMs), sessionId, {
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
