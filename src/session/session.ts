@@ -198,7 +198,13 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
-      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
+      // createSession only proceeds on an empty log, which no checkpoint can cover: it skips the
+      // checkpoint read (a file or storage round trip on most stores).
+      ...(sessionIdRequired
+        ? options.checkpoints === undefined
+          ? {}
+          : { checkpoints: options.checkpoints }
+        : { checkpoints: options.checkpoints === false ? false : { ...options.checkpoints, read: false } }),
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });

@@ -83,12 +83,6 @@ export class JournalLog {
 
   /** Opens: the latest valid checkpoint (when allowed), then every event after it. */
   async load(signal: AbortSignal | undefined): Promise<void> {
-    if (this.checkpoints.read && isCheckpointStore(this.store) && (await this.#logIsEmpty(signal))) {
-      // A new session (the common `createSession` case) has no event a checkpoint could cover:
-      // skip the checkpoint read, which costs a file or storage round trip on most stores. There
-      // is nothing to fold either: a writer that appended since is met by compare-and-append.
-      return;
-    }
     if (this.checkpoints.read) {
       const { loaded, outcome } = await loadCheckpoint(
         this.store,
@@ -101,16 +95,6 @@ export class JournalLog {
       if (loaded !== null) this.#adopt(loaded);
     }
     await this.refresh(signal);
-  }
-
-  /** True when the log holds no event (a one-event read; cheap on every store). */
-  async #logIsEmpty(signal: AbortSignal | undefined): Promise<boolean> {
-    const page = await this.call(
-      signal,
-      (callSignal) => this.store.read(this.sessionId, { limit: 1, signal: callSignal }),
-      'read',
-    );
-    return page.events.length === 0 && !page.hasMore;
   }
 
   #adopt(loaded: LoadedCheckpoint): void {
