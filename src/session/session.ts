@@ -122,7 +122,12 @@ function resolveSettings(options: SessionOptions): SessionSettings {
  * lease, each append's deadline is also capped to what is left of the lease window (the stricter
  * of `durableStoreTimeoutMs`, which the journal applies, and the lease deadline wins).
  */
-function tapStore(store: DurableEventStore, history: HistoryProjection, lease: DurableExecutionLease | undefined): DurableEventStore {
+function tapStore(
+  store: DurableEventStore,
+  history: HistoryProjection,
+  lease: DurableExecutionLease | undefined,
+  storeTimeoutMs: number,
+): DurableEventStore {
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') {
@@ -138,6 +143,8 @@ function tapStore(store: DurableEventStore, history: HistoryProjection, lease: D
           if (leftMs < 1) {
             return Promise.reject(new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no time left in the lease window for the append'));
           }
+          // The journal's own deadline (`storeTimeoutMs`, armed just before this call) ends first.
+          if (leftMs >= storeTimeoutMs) return target.append(sessionId, drafts, options);
           return withDeadline(
             leftMs,
             options.signal,
@@ -188,11 +195,17 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
   }
   const history = new HistoryProjection();
   try {
-    const journal = await DurableSessionJournal.open(tapStore(store, history, lease), sessionId, {
+    const journal = await DurableSessionJournal.open(tapStore(store, history, lease, storeTimeoutMs), sessionId, {
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
-      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
+      // createSession only proceeds on an empty log, which no checkpoint can cover: it skips the
+      // checkpoint read (a file or storage round trip on most stores).
+      ...(sessionIdRequired
+        ? options.checkpoints === undefined
+          ? {}
+          : { checkpoints: options.checkpoints }
+        : { checkpoints: options.checkpoints === false ? false : { ...options.checkpoints, read: false } }),
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });

@@ -1,7 +1,8 @@
 /**
  * Preview of a command before anything is written.
  *
- * 1. Fork the journal's projector (cheap: it shares persistent state) and fold the command's
+ * 1. Fork the journal's projector (cheap: it shares persistent state; the fork is dropped
+ *    before this synchronous call returns, so it overlays the projector's recent IDs) and fold the command's
  *    drafts into the fork as synthetic envelopes: placeholder event IDs, sequences continuing the
  *    head, `recordedAt` = now. Any invariant the projector enforces rejects the command here.
  * 2. Before each Request terminal draft, check its anchor: it must name, in `causationEventId`,
@@ -20,7 +21,7 @@ import {
   type DurableEventDraft,
   type DurableEventEnvelope,
 } from '../../protocol/events.js';
-import { EventId, EventSequence, type SessionId } from '../../protocol/ids.js';
+import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableSessionProjector } from '../projector/index.js';
 
 /** Facts the preview needs besides the drafts. */
@@ -31,6 +32,13 @@ export interface CommandPreviewContext {
   nowIso: string;
 }
 
+/**
+ * Random per process (drawn on first use: some runtimes refuse random values at module scope):
+ * synthetic IDs never meet a real event's ID (and never reach the log).
+ */
+let previewIdPrefix: string | undefined;
+let previewCounter = 0;
+
 function syntheticEnvelope(
   draft: DurableEventDraft,
   sessionId: SessionId,
@@ -40,11 +48,12 @@ function syntheticEnvelope(
 ): DurableEventEnvelope {
   const { occurredAt, ...rest } = draft;
   // SAFETY: same construction as the store's (log-engine `planAppend`): adding store fields to a
-  // validated draft keeps its discriminant and payload type.
+  // validated draft keeps its discriminant and payload type. The ID (a short printable string)
+  // and the sequence (a positive integer) are well-formed by construction.
   return {
     schemaVersion: DURABLE_EVENT_SCHEMA_VERSION,
-    eventId: EventId(eventId),
-    sequence: EventSequence(sequence),
+    eventId: eventId as EventId,
+    sequence: sequence as EventSequence,
     sessionId,
     ...rest,
     recordedAt: nowIso,
@@ -98,21 +107,22 @@ function checkRequestTerminalAnchor(
 
 /**
  * Folds `drafts` into a fork of `projector` and checks Request terminal anchors; throws
- * `DurableEventProjectionError` when the command would break an invariant. Returns the fork.
+ * `DurableEventProjectionError` when the command would break an invariant. The fork is dropped.
  */
 export function previewCommand(
   projector: DurableSessionProjector,
   drafts: readonly DurableEventDraft[],
   context: CommandPreviewContext,
-): DurableSessionProjector {
-  const fork = projector.clone();
+): void {
+  // The fork lives only for this synchronous call, so the overlay copy (no sealing) is safe.
+  const fork = projector.previewClone();
   const base = context.head ?? 0;
-  const idPrefix = `journal-preview-${crypto.randomUUID()}`;
+  previewIdPrefix ??= `journal-preview-${crypto.randomUUID()}-`;
+  const idPrefix = `${previewIdPrefix}${previewCounter++}`;
   let previous: DurableEventDraft | undefined;
   drafts.forEach((draft, index) => {
     if (isRequestTerminalType(draft.type)) checkRequestTerminalAnchor(fork, draft, previous, index);
-    fork.apply([syntheticEnvelope(draft, context.sessionId, base + index + 1, `${idPrefix}-${index}`, context.nowIso)]);
+    fork.applyParsed([syntheticEnvelope(draft, context.sessionId, base + index + 1, `${idPrefix}-${index}`, context.nowIso)]);
     previous = draft;
   });
-  return fork;
 }

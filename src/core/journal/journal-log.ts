@@ -69,13 +69,13 @@ export class JournalLog {
     readonly storeTimeoutMs: number,
     private readonly checkpoints: CheckpointSettings,
   ) {
+    this.#writesCheckpoints = checkpoints.write && isCheckpointStore(store);
     this.projector = new DurableSessionProjector({ sessionId });
     this.#trackAdds();
   }
 
-  get #writesCheckpoints(): boolean {
-    return this.checkpoints.write && isCheckpointStore(this.store);
-  }
+  /** The policy writes checkpoints and the store can hold them (fixed for the journal's life). */
+  readonly #writesCheckpoints: boolean;
 
   #trackAdds(): void {
     if (this.#writesCheckpoints) this.projector.checkpointState().ids.trackAdds();

@@ -16,13 +16,11 @@ export function detach<T>(value: T): T {
   }
   const copy: Record<string, unknown> = {};
   for (const key of Object.keys(value)) {
-    // An own `__proto__` key must stay a data property, not change the prototype.
-    Object.defineProperty(copy, key, {
-      value: detach((value as Record<string, unknown>)[key]),
-      enumerable: true,
-      writable: false,
-      configurable: false,
-    });
+    const item = detach((value as Record<string, unknown>)[key]);
+    // An own `__proto__` key must stay a data property, not change the prototype (assignment
+    // would call the setter); any other key is a plain assignment, the same once frozen.
+    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    else copy[key] = item;
   }
   // SAFETY: same keys and (recursively) same values as the input.
   return Object.freeze(copy) as T;
@@ -36,7 +34,9 @@ export function ownEntry<V>(record: Readonly<Record<string, V>>, key: string): V
 /** A new frozen record equal to `record` with `key` set to `value`. */
 export function withEntry<V>(record: Readonly<Record<string, V>>, key: string, value: V): Readonly<Record<string, V>> {
   const copy: Record<string, V> = { ...record };
-  Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+  // See `detach`: only an own `__proto__` key needs defineProperty.
+  if (key === '__proto__') Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+  else copy[key] = value;
   return Object.freeze(copy);
 }
 

@@ -104,6 +104,15 @@ export class PersistentKeySet {
     return true;
   }
 
+  /**
+   * A short-lived copy for a synchronous preview, in O(layers) without sealing: it reads this
+   * set's private `top` in place, so it is valid only until this set's next `add`. Adds to the
+   * overlay are invisible here. Its own merges build new sets and never modify shared ones.
+   */
+  overlay(): PersistentKeySet {
+    return new PersistentKeySet(this.top.size === 0 ? this.layers.slice() : [...this.layers, this.top], this.base);
+  }
+
   /** An independent copy: later adds on either side are invisible to the other. */
   fork(): PersistentKeySet {
     this.seal();

@@ -91,6 +91,18 @@ export class DurableSessionProjector {
    * Throws `DurableEventProjectionError` on any violation and stays failed afterwards.
    */
   apply(events: readonly DurableEventEnvelope[]): void {
+    this.#apply(events, false);
+  }
+
+  /**
+   * `apply` for envelopes the caller built from strictly parsed drafts plus well-formed store
+   * fields (internal: the journal's preview); skips only the envelope schema check.
+   */
+  applyParsed(events: readonly DurableEventEnvelope[]): void {
+    this.#apply(events, true);
+  }
+
+  #apply(events: readonly DurableEventEnvelope[], parsed: boolean): void {
     this.throwIfFailed();
     try {
       if (!Array.isArray(events)) {
@@ -99,7 +111,7 @@ export class DurableSessionProjector {
         });
       }
       let state = this.state;
-      for (const event of events) state = foldEvent(state, this.ids, event, this.expectedSessionId);
+      for (const event of events) state = foldEvent(state, this.ids, event, this.expectedSessionId, parsed);
       if (state !== this.state) {
         this.state = state;
         this.cachedSnapshot = null;
@@ -147,6 +159,20 @@ export class DurableSessionProjector {
     const copy = new DurableSessionProjector({ sessionId: this.expectedSessionId });
     copy.state = this.state;
     copy.ids = this.ids.fork();
+    copy.cachedSnapshot = this.cachedSnapshot;
+    return copy;
+  }
+
+  /**
+   * A copy for a synchronous preview (internal: the journal's command preview). Cheaper than
+   * `clone()`, which seals this projector's recent IDs into a shared layer, but valid only until
+   * this projector's next `apply`: fold into it and drop it within the same synchronous step.
+   */
+  previewClone(): DurableSessionProjector {
+    this.throwIfFailed();
+    const copy = new DurableSessionProjector({ sessionId: this.expectedSessionId });
+    copy.state = this.state;
+    copy.ids = this.ids.overlay();
     copy.cachedSnapshot = this.cachedSnapshot;
     return copy;
   }
