@@ -12,6 +12,7 @@ import type { DurableCommandEventDraft, DurableCommitResult } from '../core/jour
 import type { DurableSessionJournal } from '../core/journal/journal.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type { DurableEventStore } from '../core/store.js';
+import type { TimeSource } from '../core/time.js';
 import {
   isDurableCommandOutcomeUnknownError,
   isDurableExecutionLeaseError,
@@ -72,6 +73,8 @@ export interface SessionSettings {
   maxTurns: number;
   onPermission: SessionPermissionHandler | undefined;
   clock: SessionClock;
+  /** Timers of the tools' durability port, lease heartbeats and lease-window deadlines. */
+  time: TimeSource;
   durability: boolean;
 }
 

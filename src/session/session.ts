@@ -16,6 +16,7 @@
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { newAbortError, withDeadline } from '../core/abort.js';
+import { systemTime, type TimeSource } from '../core/time.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
@@ -98,6 +99,10 @@ export function defineTool<I, O extends JsonValue>(tool: SessionTool<I, O>): Ses
 
 function resolveSettings(options: SessionOptions): SessionSettings {
   if (typeof options !== 'object' || options === null) throw invalid('session options must be an object');
+  const time = options.time ?? systemTime;
+  if (typeof time !== 'object' || time === null || typeof time.setTimer !== 'function' || typeof time.wallNow !== 'function') {
+    throw invalid('time must be a TimeSource');
+  }
   const model = options.model;
   if (typeof model !== 'object' || model === null || model.specificationVersion !== 'v3') {
     throw invalid('model must be an AI SDK LanguageModelV3 (specificationVersion "v3")');
@@ -112,7 +117,8 @@ function resolveSettings(options: SessionOptions): SessionSettings {
     tools: options.tools ?? {},
     maxTurns: options.maxTurns === undefined ? DEFAULT_MAX_TURNS : checkMaxTurns(options.maxTurns, 'maxTurns'),
     onPermission: options.onPermission,
-    clock: options.clock ?? Date.now,
+    clock: options.clock ?? ((): number => time.wallNow()),
+    time,
     durability: options.durability ?? true,
   };
 }
@@ -127,6 +133,7 @@ function tapStore(
   history: HistoryProjection,
   lease: DurableExecutionLease | undefined,
   storeTimeoutMs: number,
+  time: TimeSource,
 ): DurableEventStore {
   return new Proxy(store, {
     get(target, property) {
@@ -150,6 +157,7 @@ function tapStore(
             options.signal,
             (signal) => target.append(sessionId, drafts, { ...options, signal }),
             () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `append exceeded the ${leftMs} ms left in the lease window`),
+            time,
           );
         };
       }
@@ -190,12 +198,13 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
       ...(leaseOption.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: leaseOption.heartbeatIntervalMs }),
       storeTimeoutMs: Math.min(storeTimeoutMs, leaseOption.storeTimeoutMs ?? storeTimeoutMs),
       ...(leaseOption.leaseId === undefined ? {} : { leaseId: leaseOption.leaseId }),
+      time: settings.time,
     });
     ownsLease = true;
   }
   const history = new HistoryProjection();
   try {
-    const journal = await DurableSessionJournal.open(tapStore(store, history, lease, storeTimeoutMs), sessionId, {
+    const journal = await DurableSessionJournal.open(tapStore(store, history, lease, storeTimeoutMs, settings.time), sessionId, {
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,

@@ -286,6 +286,7 @@ async function executeTool(
       scope: toolCallScope(run.requestId, view.toolName, view.toolCallId),
       signal,
       clock: core.settings.clock,
+      time: core.settings.time,
     });
   }
   const context: SessionToolContext = {

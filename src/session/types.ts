@@ -13,6 +13,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provid
 import type { DurableCheckpointPolicy } from '../core/checkpoint/policy.js';
 import type { DurabilityPortLike } from '../core/durability/port-types.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
+import type { TimeSource } from '../core/time.js';
 import type {
   DurableModelAttemptView,
   DurableRecoveryPlan,
@@ -305,8 +306,14 @@ export interface SessionOptions {
   durableStoreTimeoutMs?: number;
   /** Host permission callback. */
   onPermission?: SessionPermissionHandler;
-  /** Clock in epoch ms (default `Date.now`). */
+  /** Clock in epoch ms stamped on events (default: `time.wallNow`). */
   clock?: SessionClock;
+  /**
+   * Clocks and timers (default {@link systemTime}): the tools' `sleep` / `waitFor` timers, the
+   * execution lease the Session acquires (heartbeats, deadlines) and the lease-window cap on
+   * appends. Tests pass a `ManualTimeSource` to drive them without waiting.
+   */
+  time?: TimeSource;
   /** ID generator (default: `crypto.randomUUID()` with a kind prefix). */
   generateId?: SessionIdGenerator;
   /** Give tools a durability port when the store has a durability ledger (default `true`). */
