@@ -73,9 +73,13 @@ export class RequestRun {
 
   /** Stops the run's cancelable work for `intent` (the first intent wins). */
   requestStop(intent: StopIntent): void {
+    // A settled run wrote its last event and has nothing left to cancel (a `close()` right after
+    // `run()` resolved lands here); building an AbortError for it costs a stack capture.
+    if (this.#settled && intent.kind !== 'lost') return;
     if (this.stop === null || intent.kind === 'lost') this.stop = intent;
     if (intent.kind === 'lost') this.kill.abort(intent.error);
-    this.cancel.abort(intent.kind === 'lost' ? intent.error : newAbortError(`stopped: ${intent.kind}`));
+    // Building an AbortError captures a stack (costly in Node): only when the signal still listens.
+    if (!this.cancel.signal.aborted) this.cancel.abort(intent.kind === 'lost' ? intent.error : newAbortError(`stopped: ${intent.kind}`));
   }
 
   /** Aborts only the model call in flight (a `now` steering input). */

@@ -449,7 +449,7 @@ class SessionImpl implements Session {
   }
 
   async abort(reason = 'user_abort'): Promise<void> {
-    this.#dropQueue(newAbortError(`aborted: ${reason}`));
+    this.#dropQueue(() => newAbortError(`aborted: ${reason}`));
     this.#current?.requestStop({ kind: 'interrupt', reason: 'user_abort' });
     await this.whenIdle();
   }
@@ -479,7 +479,7 @@ class SessionImpl implements Session {
       throw invalid(`session ${this.sessionId} is ${this.#state}; only a live Session can hand off`);
     }
     this.#admitting = false;
-    this.#dropQueue(invalid('the session is being handed off'));
+    this.#dropQueue(() => invalid('the session is being handed off'));
     this.#current?.requestStop({ kind: 'handoff' });
     await this.whenIdle();
     const head: EventSequence | null = await this.#core.journal.refresh();
@@ -498,7 +498,10 @@ class SessionImpl implements Session {
     await lease.release();
   }
 
-  #dropQueue(error: unknown): void {
+  /** Refuses every queued request with the error `reason()` builds (built only when one is queued). */
+  #dropQueue(reason: () => unknown): void {
+    if (this.#queue.length === 0) return;
+    const error = reason();
     for (const queued of this.#queue.splice(0)) queued.refuse(error);
   }
 
@@ -506,7 +509,7 @@ class SessionImpl implements Session {
     if (this.#state === 'stopped' || this.#state === 'closed' || this.#state === 'handed_off') return;
     this.#state = 'stopped';
     this.#admitting = false;
-    this.#dropQueue(new ExecutionStopped(reason, message));
+    this.#dropQueue(() => new ExecutionStopped(reason, message));
     this.#core.hub.publish({ type: 'execution_stopped', reason, message });
     this.#core.hub.end();
   }

@@ -104,6 +104,16 @@ function expectRecord<K extends DurabilityRecordKind>(
  * if (approval.status === 'delivered') console.log(approval.payload);
  * port.close();
  */
+let closedPortError: Error | undefined;
+/**
+ * The reason a closed port's signal carries: one shared `AbortError`. A port is closed after every
+ * tool call, and building a DOM exception each time (it captures a stack) cost ~0.06 ms per call.
+ */
+function portClosedError(): Error {
+  closedPortError ??= newAbortError('the durability port was closed');
+  return closedPortError;
+}
+
 export function createDurabilityPort(options: DurabilityPortOptions): DurabilityPort {
   const { store } = options;
   if (!isDurabilityLedgerStore(store)) {
@@ -330,7 +340,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
 
   const close = (): void => {
     outer?.removeEventListener('abort', onOuterAbort);
-    if (!signal.aborted) controller.abort(newAbortError('the durability port was closed'));
+    if (!signal.aborted) controller.abort(portClosedError());
   };
 
   return {
