@@ -24,6 +24,18 @@ export interface TimeSource {
   clearTimer(handle: unknown): void;
 }
 
+/** True when `value` has the four functions of a {@link TimeSource} (the check every `time` option runs). */
+export function isTimeSource(value: unknown): value is TimeSource {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<Record<keyof TimeSource, unknown>>;
+  return (
+    typeof candidate.wallNow === 'function' &&
+    typeof candidate.monotonicNow === 'function' &&
+    typeof candidate.setTimer === 'function' &&
+    typeof candidate.clearTimer === 'function'
+  );
+}
+
 /** The host's clocks and unreferenced timers. */
 export const systemTime: TimeSource = {
   wallNow: () => Date.now(),

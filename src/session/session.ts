@@ -16,7 +16,7 @@
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { newAbortError, withDeadline } from '../core/abort.js';
-import { systemTime, type TimeSource } from '../core/time.js';
+import { isTimeSource, systemTime, type TimeSource } from '../core/time.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
@@ -100,9 +100,7 @@ export function defineTool<I, O extends JsonValue>(tool: SessionTool<I, O>): Ses
 function resolveSettings(options: SessionOptions): SessionSettings {
   if (typeof options !== 'object' || options === null) throw invalid('session options must be an object');
   const time = options.time ?? systemTime;
-  if (typeof time !== 'object' || time === null || typeof time.setTimer !== 'function' || typeof time.wallNow !== 'function') {
-    throw invalid('time must be a TimeSource');
-  }
+  if (!isTimeSource(time)) throw invalid('time must be a TimeSource');
   const model = options.model;
   if (typeof model !== 'object' || model === null || model.specificationVersion !== 'v3') {
     throw invalid('model must be an AI SDK LanguageModelV3 (specificationVersion "v3")');

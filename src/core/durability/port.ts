@@ -20,7 +20,7 @@
  */
 import { abortReason, newAbortError, throwIfAborted } from '../abort.js';
 import { DurabilityError } from '../../protocol/errors.js';
-import { systemTime } from '../time.js';
+import { isTimeSource, systemTime } from '../time.js';
 import { cloneJson, describeLosslessJsonProblem, type JsonValue } from '../../protocol/json.js';
 import { deliverDurably } from './deliver.js';
 import {
@@ -92,6 +92,16 @@ function expectRecord<K extends DurabilityRecordKind>(
   return record as DurabilityRecord<K>;
 }
 
+let closedPortError: Error | undefined;
+/**
+ * The reason a closed port's signal carries: one shared `AbortError`. A port is closed after every
+ * tool call, and building a DOM exception each time (it captures a stack) cost ~0.06 ms per call.
+ */
+function portClosedError(): Error {
+  closedPortError ??= newAbortError('the durability port was closed');
+  return closedPortError;
+}
+
 /**
  * Creates a durability port over `store` for one session and run. The port's scope is the
  * `runId` unless `scope` is given (the agent runtime uses `toolCallScope(...)`).
@@ -104,16 +114,6 @@ function expectRecord<K extends DurabilityRecordKind>(
  * if (approval.status === 'delivered') console.log(approval.payload);
  * port.close();
  */
-let closedPortError: Error | undefined;
-/**
- * The reason a closed port's signal carries: one shared `AbortError`. A port is closed after every
- * tool call, and building a DOM exception each time (it captures a stack) cost ~0.06 ms per call.
- */
-function portClosedError(): Error {
-  closedPortError ??= newAbortError('the durability port was closed');
-  return closedPortError;
-}
-
 export function createDurabilityPort(options: DurabilityPortOptions): DurabilityPort {
   const { store } = options;
   if (!isDurabilityLedgerStore(store)) {
@@ -122,9 +122,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
   const sessionId = checkDurabilitySessionId(options.sessionId);
   const runId = checkDurabilityKey(options.runId, 'runId');
   const scope = checkDurabilityScope(options.scope ?? runId);
-  if (options.time !== undefined && typeof options.time?.setTimer !== 'function') {
-    throw invalidInput('time must be a TimeSource');
-  }
+  if (options.time !== undefined && !isTimeSource(options.time)) throw invalidInput('time must be a TimeSource');
   const time = options.time ?? systemTime;
   const clock = options.clock ?? ((): number => time.wallNow());
   const maxIntervalMs = options.maxTimerIntervalMs ?? MAX_TIMER_INTERVAL_MS;

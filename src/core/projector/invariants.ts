@@ -81,19 +81,14 @@ function locationOf(raw: unknown): EventLocation {
 
 /**
  * Folds one event into `state`, claiming its IDs in `ids`. Returns the new state or throws a
- * `DurableEventProjectionError`. `ids` may be partially updated when it throws. `parsed` skips the
- * envelope schema check for an envelope the caller built from strictly parsed parts (the
- * journal's preview); every other rule still applies.
+ * `DurableEventProjectionError`. `ids` may be partially updated when it throws.
  */
 export function foldEvent(
   state: FoldState,
   ids: PersistentKeySet,
   raw: unknown,
   expectedSessionId: SessionId | undefined,
-  parsed = false,
 ): FoldState {
-  // SAFETY: `parsed` promises an envelope the schema accepts (see above).
-  if (parsed) return foldParsed(state, ids, raw as DurableEventEnvelope, expectedSessionId);
   // The fast path returns exactly what zod would, or declines; zod then decides (and names the problem).
   let event = fastParseEnvelope(raw);
   if (event === undefined) {
@@ -104,7 +99,11 @@ export function foldEvent(
   return foldParsed(state, ids, event, expectedSessionId);
 }
 
-function foldParsed(
+/**
+ * {@link foldEvent} without the envelope schema check, for an envelope the caller built from
+ * strictly parsed parts (the journal's preview); every other rule still applies.
+ */
+export function foldParsed(
   state: FoldState,
   ids: PersistentKeySet,
   event: DurableEventEnvelope,

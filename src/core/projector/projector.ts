@@ -16,7 +16,7 @@ import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { seal } from './frozen-data.js';
 import { isCheckpointInconclusive, type DurableCheckpointInconclusiveError } from '../checkpoint/key-filter.js';
 import { EMPTY_FOLD_STATE, type FoldState } from './fold-state.js';
-import { foldEvent } from './invariants.js';
+import { foldEvent, foldParsed } from './invariants.js';
 import { PersistentKeySet } from './persistent-key-set.js';
 import type { DurableRecoveryPlan, DurableSessionProjection } from './projection-types.js';
 import { planDurableRecovery } from './recovery-plan.js';
@@ -91,7 +91,7 @@ export class DurableSessionProjector {
    * Throws `DurableEventProjectionError` on any violation and stays failed afterwards.
    */
   apply(events: readonly DurableEventEnvelope[]): void {
-    this.#apply(events, false);
+    this.#apply(events, foldEvent);
   }
 
   /**
@@ -99,10 +99,10 @@ export class DurableSessionProjector {
    * fields (internal: the journal's preview); skips only the envelope schema check.
    */
   applyParsed(events: readonly DurableEventEnvelope[]): void {
-    this.#apply(events, true);
+    this.#apply(events, foldParsed);
   }
 
-  #apply(events: readonly DurableEventEnvelope[], parsed: boolean): void {
+  #apply(events: readonly DurableEventEnvelope[], fold: typeof foldParsed): void {
     this.throwIfFailed();
     try {
       if (!Array.isArray(events)) {
@@ -111,7 +111,7 @@ export class DurableSessionProjector {
         });
       }
       let state = this.state;
-      for (const event of events) state = foldEvent(state, this.ids, event, this.expectedSessionId, parsed);
+      for (const event of events) state = fold(state, this.ids, event, this.expectedSessionId);
       if (state !== this.state) {
         this.state = state;
         this.cachedSnapshot = null;
@@ -155,12 +155,7 @@ export class DurableSessionProjector {
 
   /** An independent projector at the same position; applying to one never affects the other. */
   clone(): DurableSessionProjector {
-    this.throwIfFailed();
-    const copy = new DurableSessionProjector({ sessionId: this.expectedSessionId });
-    copy.state = this.state;
-    copy.ids = this.ids.fork();
-    copy.cachedSnapshot = this.cachedSnapshot;
-    return copy;
+    return this.#copyWith((ids) => ids.fork());
   }
 
   /**
@@ -169,10 +164,15 @@ export class DurableSessionProjector {
    * this projector's next `apply`: fold into it and drop it within the same synchronous step.
    */
   previewClone(): DurableSessionProjector {
+    return this.#copyWith((ids) => ids.overlay());
+  }
+
+  /** A projector at the same position whose used-ID set is `copyIds` of this one's. */
+  #copyWith(copyIds: (ids: PersistentKeySet) => PersistentKeySet): DurableSessionProjector {
     this.throwIfFailed();
     const copy = new DurableSessionProjector({ sessionId: this.expectedSessionId });
     copy.state = this.state;
-    copy.ids = this.ids.overlay();
+    copy.ids = copyIds(this.ids);
     copy.cachedSnapshot = this.cachedSnapshot;
     return copy;
   }

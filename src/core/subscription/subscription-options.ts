@@ -4,7 +4,7 @@
  * A bad option throws `DurableEventSubscriptionError` before any store call.
  */
 import { checkTimeoutMs } from '../abort.js';
-import { systemTime, type TimeSource } from '../time.js';
+import { isTimeSource, systemTime, type TimeSource } from '../time.js';
 import { DurableEventSubscriptionError } from '../../protocol/errors.js';
 import type { DurableEventCursor } from '../../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
@@ -86,9 +86,7 @@ export function resolveSubscriptionOptions(options: DurableEventSubscriptionOpti
   const o = options ?? {};
   if (o.follow !== undefined && typeof o.follow !== 'boolean') throw invalid('follow must be a boolean');
   if (o.signal !== undefined && typeof o.signal?.aborted !== 'boolean') throw invalid('signal must be an AbortSignal');
-  if (o.time !== undefined && (typeof o.time !== 'object' || o.time === null || typeof o.time.setTimer !== 'function')) {
-    throw invalid('time must be a TimeSource');
-  }
+  if (o.time !== undefined && !isTimeSource(o.time)) throw invalid('time must be a TimeSource');
   return {
     pageSize: o.pageSize === undefined ? DEFAULT_READ_LIMIT : checkInteger('pageSize', o.pageSize, 1, MAX_READ_LIMIT),
     pollIntervalMs:
