@@ -19,6 +19,7 @@ import { newAbortError, withDeadline } from '../core/abort.js';
 import { isTimeSource, systemTime, type TimeSource } from '../core/time.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableExecutionLease } from '../core/lease/execution-lease.js';
+import type { DurableCheckpointPolicy } from '../core/checkpoint/policy.js';
 import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
 import { MemoryDurableEventStore } from '../adapters/memory/memory-store.js';
 import { DurableEventStoreError, DurableExecutionLeaseError, SessionDurableRecorderError } from '../protocol/errors.js';
@@ -165,6 +166,16 @@ function tapStore(
   });
 }
 
+/**
+ * The journal's checkpoint policy. `createSession` only proceeds on an empty log, which no
+ * checkpoint can cover, so it skips the checkpoint read (a file or storage round trip on most
+ * stores); `resumeSession` reads as the policy says.
+ */
+function journalCheckpoints(policy: SessionOptions['checkpoints'], resuming: boolean): DurableCheckpointPolicy | false {
+  if (policy === false) return false;
+  return resuming ? (policy ?? {}) : { ...policy, read: false };
+}
+
 interface Opened {
   core: SessionCore;
   ownsLease: boolean;
@@ -206,13 +217,7 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
       storeTimeoutMs,
       // Resuming reads the whole log once: the largest pages make that cheapest.
       pageSize: MAX_READ_LIMIT,
-      // createSession only proceeds on an empty log, which no checkpoint can cover: it skips the
-      // checkpoint read (a file or storage round trip on most stores).
-      ...(sessionIdRequired
-        ? options.checkpoints === undefined
-          ? {}
-          : { checkpoints: options.checkpoints }
-        : { checkpoints: options.checkpoints === false ? false : { ...options.checkpoints, read: false } }),
+      checkpoints: journalCheckpoints(options.checkpoints, sessionIdRequired),
       ...(lease === undefined ? {} : { executionLease: lease }),
       ...(leaseStore === undefined ? {} : { executionLeaseStore: leaseStore }),
     });

@@ -13,7 +13,7 @@
  *    equal, in order.
  */
 import type { DurableEventDraft, DurableEventEnvelope } from '../../protocol/events.js';
-import { canonicalJson, type JsonObject, type JsonValue } from '../../protocol/json.js';
+import { canonicalJson, jsonEquals, type JsonObject, type JsonValue } from '../../protocol/json.js';
 
 /** Envelope fields that form an event's content, besides the conditional `occurredAt`. */
 export const COMMAND_CONTENT_FIELDS = [
@@ -62,32 +62,6 @@ export function commandContentKeys(drafts: readonly DurableEventDraft[]): string
 }
 
 /**
- * Equality of two lossless JSON values, exactly as their canonical JSON strings would compare
- * (object key order ignored), without building the strings. A value canonical JSON would refuse
- * (`undefined`, a non-finite number, `-0`, a non-JSON type) is never equal to anything.
- */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (typeof a === 'number') return typeof b === 'number' && Number.isFinite(a) && a === b && !Object.is(a, -0) && !Object.is(b, -0);
-  if (a === null || typeof a === 'string' || typeof a === 'boolean') return a === b;
-  if (typeof a !== 'object' || typeof b !== 'object' || b === null) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let index = 0; index < a.length; index++) if (!sameJson(a[index], b[index])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  // SAFETY: both are non-null, non-array objects (parsed JSON objects).
-  const left = a as Record<string, unknown>;
-  const right = b as Record<string, unknown>;
-  const keys = Object.keys(left);
-  if (keys.length !== Object.keys(right).length) return false;
-  for (const key of keys) {
-    if (!Object.prototype.hasOwnProperty.call(right, key) || !sameJson(left[key], right[key])) return false;
-  }
-  return true;
-}
-
-/**
  * True when two events have the same content: the same as comparing their
  * {@link eventContentKey}s (with `withOccurredAt` for both), without serialising them.
  */
@@ -97,9 +71,11 @@ export function sameEventContent(a: ContentSource, b: ContentSource, withOccurre
     const right = field(b, name);
     if (left === undefined || right === undefined) {
       if (left !== right) return false;
-    } else if (!sameJson(left, right)) {
-      return false;
+      continue;
     }
+    // SAFETY: parsed drafts and envelopes hold lossless JSON only, on which structural equality
+    // and equal canonical JSON strings agree.
+    if (!jsonEquals(left as JsonValue, right as JsonValue)) return false;
   }
   if (!withOccurredAt) return true;
   const left = field(a, 'occurredAt');
