@@ -219,6 +219,22 @@ export interface AppendPlanInput {
   encodings?: string[] | undefined;
 }
 
+/**
+ * Encoded sizes (UTF-8 bytes of `JSON.stringify`) of the envelopes {@link planAppend} built in
+ * this process, keyed by the envelope object a store hands back in its append result. Only a hint:
+ * an envelope that came from a read, another process or a copy is simply not in it.
+ */
+const plannedSizes = new WeakMap<DurableEventEnvelope, number>();
+
+/**
+ * The encoded size {@link planAppend} measured for `event` when this very object was planned
+ * here, else `undefined` (measure it yourself). Lets the journal's checkpoint policy count bytes
+ * without encoding every appended event a second time.
+ */
+export function plannedEncodedBytes(event: DurableEventEnvelope): number | undefined {
+  return plannedSizes.get(event);
+}
+
 /** Default event ID source: a random UUID. */
 export function randomEventId(): EventId {
   return EventId(crypto.randomUUID());
@@ -260,6 +276,7 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
       );
     }
     batchBytes += bytes;
+    plannedSizes.set(envelope, bytes);
     return envelope;
   });
   if (batchBytes > MAX_BATCH_BYTES) {

@@ -75,33 +75,53 @@ interface Header {
 
 /** Encodes a checkpoint. */
 export function encodeCheckpoint(checkpoint: DecodedCheckpoint): DurableCheckpointRecord {
-  const header: Header = {
-    format: CHECKPOINT_FORMAT,
-    projectorVersion: checkpoint.projectorVersion,
-    sessionId: checkpoint.sessionId,
-    sequence: checkpoint.sequence,
-    eventId: checkpoint.eventId,
-    anchor: checkpoint.anchor,
-    digest: [checkpoint.digest.h1, checkpoint.digest.h2],
-    keyCount: checkpoint.keys.size,
-    state: checkpoint.state,
-    commands: {
-      ranges: checkpoint.commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
-      lastCommandId: checkpoint.commands.lastCommandId ?? null,
-      lastSequence: checkpoint.commands.lastSequence,
-    },
-  };
-  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
-  const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
-  const total = keysOffset + checkpoint.keys.size * 8 + 8;
-  const bytes = new Uint8Array(total);
+  const { keys, ...rest } = checkpoint;
+  return encodeCheckpointAdding(rest, keys, []).record;
+}
+
+/**
+ * Encodes a checkpoint whose key filter is `base` plus the hashes of `added`, merging them straight
+ * into the record's bytes. Returns the record and the merged filter, which views those bytes (the
+ * record is read-only for everyone: stores copy it, see `checkCheckpointRecord`).
+ */
+export function encodeCheckpointAdding(
+  checkpoint: Omit<DecodedCheckpoint, 'keys'>,
+  base: HashedKeyFilter,
+  added: Iterable<string>,
+): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
+  let bytes: Uint8Array = new Uint8Array(0);
+  let total = 0;
+  let headerBytes: Uint8Array = new Uint8Array(0);
+  // The header names the key count, so it is encoded once the merge knows that count.
+  const keys = base.withKeysInto(added, (count) => {
+    const header: Header = {
+      format: CHECKPOINT_FORMAT,
+      projectorVersion: checkpoint.projectorVersion,
+      sessionId: checkpoint.sessionId,
+      sequence: checkpoint.sequence,
+      eventId: checkpoint.eventId,
+      anchor: checkpoint.anchor,
+      digest: [checkpoint.digest.h1, checkpoint.digest.h2],
+      keyCount: count,
+      state: checkpoint.state,
+      commands: {
+        ranges: checkpoint.commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
+        lastCommandId: checkpoint.commands.lastCommandId ?? null,
+        lastSequence: checkpoint.commands.lastSequence,
+      },
+    };
+    headerBytes = new TextEncoder().encode(JSON.stringify(header));
+    const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
+    total = keysOffset + count * 8 + 8;
+    bytes = new Uint8Array(total);
+    return new Float64Array(bytes.buffer, keysOffset, count);
+  });
   bytes.set(MAGIC, 0);
   const view = new DataView(bytes.buffer);
   view.setUint32(4, headerBytes.length, true);
   bytes.set(headerBytes, 8);
-  new Float64Array(bytes.buffer, keysOffset, checkpoint.keys.size).set(checkpoint.keys.hashes);
   view.setFloat64(total - 8, hashBytes(bytes.subarray(0, total - 8)), true);
-  return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data: bytes };
+  return { record: { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data: bytes }, keys };
 }
 
 const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);

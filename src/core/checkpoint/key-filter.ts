@@ -67,12 +67,27 @@ export class HashedKeyFilter {
 
   /** A new filter holding this one's hashes plus those of `keys`. */
   withKeys(keys: Iterable<string>): HashedKeyFilter {
-    const added: number[] = [];
-    for (const key of keys) added.push(hashString(key));
-    if (added.length === 0) return this;
-    const fresh = Float64Array.from(added).sort();
+    const fresh = sortedHashes(keys);
+    if (fresh.length === 0) return this;
+    return this.#mergeInto(fresh, new Float64Array(this.hashes.length + fresh.length));
+  }
+
+  /**
+   * Like {@link withKeys}, but merges straight into storage that `allocate(count)` provides
+   * (exactly `count` float64 slots), so an encoder can place the merged filter in its output
+   * buffer without a second copy. The returned filter views that storage: keep it read-only.
+   */
+  withKeysInto(keys: Iterable<string>, allocate: (count: number) => Float64Array): HashedKeyFilter {
+    const fresh = sortedHashes(keys);
+    return this.#mergeInto(fresh, allocate(this.hashes.length + fresh.length));
+  }
+
+  #mergeInto(fresh: Float64Array, merged: Float64Array): HashedKeyFilter {
     const old = this.hashes;
-    const merged = new Float64Array(old.length + fresh.length);
+    if (fresh.length === 0) {
+      merged.set(old);
+      return new HashedKeyFilter(merged);
+    }
     let i = 0;
     let j = 0;
     let k = 0;
@@ -88,8 +103,16 @@ export class HashedKeyFilter {
         j++;
       }
     }
-    while (i < old.length) merged[k++] = old[i++] as number;
-    while (j < fresh.length) merged[k++] = fresh[j++] as number;
+    // The tails are already sorted: copy them natively.
+    if (i < old.length) merged.set(old.subarray(i), k);
+    else if (j < fresh.length) merged.set(fresh.subarray(j), k);
     return new HashedKeyFilter(merged);
   }
+}
+
+/** The hashes of `keys`, sorted. */
+function sortedHashes(keys: Iterable<string>): Float64Array {
+  const added: number[] = [];
+  for (const key of keys) added.push(hashString(key));
+  return Float64Array.from(added).sort();
 }

@@ -23,8 +23,9 @@ import { DurableEventProjectionError, DurableEventStoreError, DurableSessionJour
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
+import { plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { anchorOf, chainDigest, encodeCheckpoint } from '../checkpoint/codec.js';
+import { anchorOf, chainDigest, encodeCheckpointAdding } from '../checkpoint/codec.js';
 import { isCheckpointStore, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
@@ -247,8 +248,9 @@ export class JournalLog {
     let digest = this.#digest;
     for (const event of events) {
       digest = chainDigest(digest, event);
-      // Envelopes are plain JSON; the native serialiser is the cheap size estimate.
-      this.#sinceBytes += JSON.stringify(event).length;
+      // The store's append measured its own envelopes (same process); anything else (a page read,
+      // a remote store) is plain JSON, and the native serialiser is the cheap size estimate.
+      this.#sinceBytes += plannedEncodedBytes(event) ?? JSON.stringify(event).length;
     }
     this.#digest = digest;
     this.#anchorEvent = last;
@@ -288,19 +290,12 @@ export class JournalLog {
     const write = this.#writes.then(async () => {
       await new Promise((resolve) => setTimeout(resolve, 0));
       if (generation !== this.#generation) return false;
-      const keys = this.#filter.withKeys(drained);
+      const { record, keys } = encodeCheckpointAdding(
+        { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
+        this.#filter,
+        drained,
+      );
       this.#filter = keys;
-      const record = encodeCheckpoint({
-        sessionId: this.sessionId,
-        sequence: head,
-        eventId,
-        projectorVersion: DURABLE_PROJECTOR_VERSION,
-        anchor,
-        digest,
-        state,
-        commands,
-        keys,
-      });
       // SAFETY: #writesCheckpoints checked the capability.
       const store = this.store as unknown as DurableCheckpointStore;
       await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
