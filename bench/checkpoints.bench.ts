@@ -10,7 +10,11 @@
  *    times are printed.
  * 2. journal commit throughput (one 5-event command per commit) with the default checkpoint
  *    policy vs with checkpoints off, on a session that already holds HISTORY events, on memory,
- *    SQLite and JSONL (target: at most 5% slower). Subject and baseline alternate in slices.
+ *    SQLite and JSONL (target: at most 5% slower). Subject and baseline alternate in 64 slices
+ *    (CHECKPOINT_BENCH_SLICES) of 60 commits, each side on a store and database file of its own;
+ *    CHECKPOINT_BENCH_AA=1 turns checkpoints off on both sides to show the bench's own noise. The
+ *    comparison runs CHECKPOINT_BENCH_ROUNDS (3) times; each round includes the checkpoint writes
+ *    it caused, and the median round is the figure.
  * 3. a Durable Object cold start: the first journal commit (`POST .../commands`) after workerd
  *    was restarted on the same storage, on a session of 100,000 events (whose object wrote its
  *    own checkpoint) vs on a fresh session (target <= 2x); median over several restarts.
@@ -39,15 +43,18 @@ const EDGE_EVENTS = Number(process.env['CHECKPOINT_BENCH_EDGE_EVENTS'] ?? 100_00
 const SMALL = 1000;
 const OPEN_REPEATS = Number(process.env['CHECKPOINT_BENCH_REPEATS'] ?? 9);
 const HISTORY = 100_000;
-const COMMIT_SLICES = 16;
-const COMMITS_PER_SLICE = 120;
+const COMMIT_SLICES = Number(process.env["CHECKPOINT_BENCH_SLICES"] ?? 64);
+const COMMITS_PER_SLICE = 60;
+/** Independent on/off comparisons per backend; the median is the figure. */
+const TP_ROUNDS = Number(process.env['CHECKPOINT_BENCH_ROUNDS'] ?? 3);
 const EDGE_RESTARTS = 5;
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'checkpoint-bench-'));
 const results: Array<{ name: string; ratio: number; target: number; detail: string }> = [];
 
 type Closable = DurableEventStore & { close?: () => unknown };
-type Backend = { name: string; open: () => Closable };
+/** `open` is the shared store of the open benches; `fresh(label)` a store of its own (own file). */
+type Backend = { name: string; open: () => Closable; fresh: (label: string) => Closable };
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -133,44 +140,59 @@ async function openBench(backend: Backend, events: number): Promise<void> {
 }
 
 async function throughputBench(backend: Backend, history: number): Promise<void> {
-  const withId = SessionId(`tp-with-${backend.name}`);
-  const withoutId = SessionId(`tp-without-${backend.name}`);
-  const store = backend.open();
-  await appendCycles(store, withId, 0, Math.ceil(history / 5), 200);
-  await appendCycles(store, withoutId, 0, Math.ceil(history / 5), 200);
-  const withJournal = await DurableSessionJournal.open(store, withId, { pageSize: 1000 });
-  const withoutJournal = await DurableSessionJournal.open(store, withoutId, { pageSize: 1000, checkpoints: false });
+  // Each side has a store (and, for SQLite, a database file) of its own, built the same way: in
+  // one shared database the session whose key sorts first takes b-tree inserts in the middle of
+  // the index while the other appends at its right edge, a bias of up to 10% in an A/A run.
+  const withId = SessionId(`tp-${backend.name}`);
+  const withoutId = SessionId(`tp-${backend.name}`);
+  const withStore = backend.fresh('with');
+  const withoutStore = backend.fresh('without');
+  await appendCycles(withStore, withId, 0, Math.ceil(history / 5), 200);
+  await appendCycles(withoutStore, withoutId, 0, Math.ceil(history / 5), 200);
+  // CHECKPOINT_BENCH_AA=1 turns checkpoints off on both sides: the ratio then shows the bench's own noise.
+  const aa = process.env['CHECKPOINT_BENCH_AA'] === '1';
+  const withJournal = await DurableSessionJournal.open(withStore, withId, { pageSize: 1000, ...(aa ? { checkpoints: false } : {}) });
+  const withoutJournal = await DurableSessionJournal.open(withoutStore, withoutId, { pageSize: 1000, checkpoints: false });
   await withJournal.flushCheckpoints();
+  const store = withStore;
   const writesBefore = (await (store as unknown as { readCheckpoint(id: SessionId): Promise<{ sequence: number } | null> }).readCheckpoint(withId))?.sequence ?? 0;
-  let withMs = 0;
-  let withoutMs = 0;
   let next = 1_000_000;
   const slice = async (journal: DurableSessionJournal, prefix: string): Promise<number> => {
     const start = performance.now();
     for (let index = 0; index < COMMITS_PER_SLICE; index++) await journal.commit(commandOf(next++, prefix));
     return performance.now() - start;
   };
-  for (let round = 0; round < COMMIT_SLICES; round++) {
-    if (round % 2 === 0) {
-      withoutMs += await slice(withoutJournal, 'without');
-      withMs += await slice(withJournal, 'with');
-    } else {
-      withMs += await slice(withJournal, 'with');
-      withoutMs += await slice(withoutJournal, 'without');
+  // Independent rounds, each a full alternation ending with the checkpoint writes it caused; the
+  // median round is reported (every round pays its own checkpoints, so none is left out).
+  const rounds: Array<{ withMs: number; withoutMs: number; flushMs: number }> = [];
+  for (let round = 0; round < TP_ROUNDS; round++) {
+    let withMs = 0;
+    let withoutMs = 0;
+    for (let index = 0; index < COMMIT_SLICES; index++) {
+      if (index % 2 === 0) {
+        withoutMs += await slice(withoutJournal, 'without');
+        withMs += await slice(withJournal, 'with');
+      } else {
+        withMs += await slice(withJournal, 'with');
+        withoutMs += await slice(withoutJournal, 'without');
+      }
     }
+    // Checkpoint writes run after commits return; their cost lands in the measured loop only through
+    // the event loop. Waiting for the last one here keeps the comparison honest about the work done.
+    const [flushMs] = await timed(() => withJournal.flushCheckpoints());
+    rounds.push({ withMs: withMs + flushMs, withoutMs, flushMs });
   }
-  // Checkpoint writes run after commits return; their cost lands in the measured loop only through
-  // the event loop. Waiting for the last one here keeps the comparison honest about the work done.
-  const [flushMs] = await timed(() => withJournal.flushCheckpoints());
-  withMs += flushMs;
   const writesAfter = (await (store as unknown as { readCheckpoint(id: SessionId): Promise<{ sequence: number } | null> }).readCheckpoint(withId))?.sequence ?? 0;
-  store.close?.();
+  withStore.close?.();
+  withoutStore.close?.();
+  const ratios = rounds.map((r) => r.withMs / r.withoutMs);
+  const middle = rounds[ratios.indexOf(median(ratios))] ?? rounds[0];
   const events = COMMIT_SLICES * COMMITS_PER_SLICE * 5;
   results.push({
-    name: `${backend.name}: commit throughput, checkpoints on / off (history ${history}, ${events} events each)`,
-    ratio: withMs / withoutMs,
+    name: `${backend.name}: commit throughput, checkpoints on / off (history ${history}, ${events} events each, median of ${TP_ROUNDS} rounds)`,
+    ratio: median(ratios),
     target: 1.05,
-    detail: `${((events / withMs) * 1000).toFixed(0)} vs ${((events / withoutMs) * 1000).toFixed(0)} events/s; checkpoint moved ${writesBefore} -> ${writesAfter}`,
+    detail: `rounds ${ratios.map((r) => r.toFixed(2)).join(' / ')}; median round ${((events / (middle?.withMs ?? NaN)) * 1000).toFixed(0)} vs ${((events / (middle?.withoutMs ?? NaN)) * 1000).toFixed(0)} events/s, its checkpoint writes ${middle?.flushMs.toFixed(0)} ms; checkpoint moved ${writesBefore} -> ${writesAfter}`,
   });
 }
 
@@ -234,10 +256,18 @@ async function edgeBench(): Promise<void> {
   }
 }
 
-const sqlite: Backend = { name: 'sqlite', open: () => new SqliteDurableEventStore(path.join(root, 'bench.sqlite')) };
-const jsonl: Backend = { name: 'jsonl', open: () => new JsonlDurableEventStore(path.join(root, 'jsonl')) };
+const sqlite: Backend = {
+  name: 'sqlite',
+  open: () => new SqliteDurableEventStore(path.join(root, 'bench.sqlite')),
+  fresh: (label) => new SqliteDurableEventStore(path.join(root, `tp-${label}.sqlite`)),
+};
+const jsonl: Backend = {
+  name: 'jsonl',
+  open: () => new JsonlDurableEventStore(path.join(root, 'jsonl')),
+  fresh: (label) => new JsonlDurableEventStore(path.join(root, `tp-${label}`)),
+};
 const memoryStore = new MemoryDurableEventStore();
-const memory: Backend = { name: 'memory', open: () => memoryStore };
+const memory: Backend = { name: 'memory', open: () => memoryStore, fresh: () => new MemoryDurableEventStore() };
 
 try {
   const only = process.env['CHECKPOINT_BENCH_ONLY'];

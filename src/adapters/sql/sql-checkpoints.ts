@@ -60,7 +60,8 @@ export class SqlCheckpoints {
   /** Replaces the checkpoint of `sessionId` in one transaction. */
   write(sessionId: SessionId, record: DurableCheckpointRecord): void {
     const id = checkSessionId(sessionId);
-    const checked = checkCheckpointRecord(record);
+    // The driver copies the bytes into the database inside this synchronous call: no private copy.
+    const checked = checkCheckpointRecord(record, false);
     const chunks = Math.max(1, Math.ceil(checked.data.length / CHECKPOINT_CHUNK_BYTES));
     this.driver.transaction(() => {
       this.driver.exec('DELETE FROM checkpoints WHERE session_id = ?', id);

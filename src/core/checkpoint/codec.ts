@@ -81,13 +81,15 @@ export function encodeCheckpoint(checkpoint: DecodedCheckpoint): DurableCheckpoi
 
 /**
  * Encodes a checkpoint whose key filter is `base` plus the hashes of `added`, merging them straight
- * into the record's bytes. Returns the record and the merged filter, which views those bytes (the
- * record is read-only for everyone: stores copy it, see `checkCheckpointRecord`).
+ * into the record's bytes. Returns the record and the merged filter, which views those bytes.
+ * `allocate(n)` supplies a buffer of at least `n` bytes (a reused one is fine: every byte of the
+ * record is written); `base` must not view that buffer.
  */
 export function encodeCheckpointAdding(
   checkpoint: Omit<DecodedCheckpoint, 'keys'>,
   base: HashedKeyFilter,
   added: Iterable<string>,
+  allocate: (bytes: number) => ArrayBuffer = (bytes) => new ArrayBuffer(bytes),
 ): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
   let bytes: Uint8Array = new Uint8Array(0);
   let total = 0;
@@ -113,11 +115,14 @@ export function encodeCheckpointAdding(
     headerBytes = new TextEncoder().encode(JSON.stringify(header));
     const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
     total = keysOffset + count * 8 + 8;
-    bytes = new Uint8Array(total);
-    return new Float64Array(bytes.buffer, keysOffset, count);
+    const buffer = allocate(total);
+    bytes = new Uint8Array(buffer, 0, total);
+    // A reused buffer holds old bytes: the padding after the header must read as zeros.
+    bytes.fill(0, 8 + headerBytes.length, keysOffset);
+    return new Float64Array(buffer, keysOffset, count);
   });
   bytes.set(MAGIC, 0);
-  const view = new DataView(bytes.buffer);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   view.setUint32(4, headerBytes.length, true);
   bytes.set(headerBytes, 8);
   view.setFloat64(total - 8, hashBytes(bytes.subarray(0, total - 8)), true);

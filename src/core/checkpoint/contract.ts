@@ -15,7 +15,11 @@ export interface DurableCheckpointRecord {
   sequence: EventSequence;
   /** Event ID at `sequence` when the checkpoint was written. */
   eventId: EventId;
-  /** Encoded by core; stores keep it as is (at most {@link MAX_CHECKPOINT_BYTES}). */
+  /**
+   * Encoded by core; stores keep these bytes unchanged (at most {@link MAX_CHECKPOINT_BYTES}).
+   * On `writeCheckpoint` the array is lent for the call only: a store keeps a copy, never the
+   * caller's array (the journal reuses its encoding buffers once a write has settled).
+   */
   data: Uint8Array;
 }
 
@@ -48,9 +52,10 @@ export function isCheckpointStore(store: unknown): store is DurableCheckpointSto
 /**
  * The checks every store runs on `writeCheckpoint` input (bad input is
  * `DURABLE_EVENT_INVALID_INPUT`, an oversized record `DURABLE_EVENT_LIMIT_EXCEEDED`). Returns the
- * record with a private copy of the bytes.
+ * record with a private copy of the bytes, or with the caller's bytes when `copy` is false (only
+ * for a store that has consumed them before its call returns, e.g. a synchronous SQL insert).
  */
-export function checkCheckpointRecord(record: unknown): DurableCheckpointRecord {
+export function checkCheckpointRecord(record: unknown, copy = true): DurableCheckpointRecord {
   const r = record as Partial<DurableCheckpointRecord> | null;
   if (typeof r !== 'object' || r === null) {
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a checkpoint record must be an object');
@@ -69,5 +74,5 @@ export function checkCheckpointRecord(record: unknown): DurableCheckpointRecord 
     throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `checkpoint data exceeds ${MAX_CHECKPOINT_BYTES} bytes`);
   }
   // SAFETY: checked above.
-  return { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: r.data.slice() };
+  return { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: copy ? r.data.slice() : r.data };
 }

@@ -53,6 +53,10 @@ export class JournalLog {
   #anchorEvent: DurableEventEnvelope | null = null;
   /** Hashes of the used IDs already drained from the projector's key set. */
   #filter: HashedKeyFilter = HashedKeyFilter.EMPTY;
+  /** The buffer under `#filter` when this journal encoded it (`null`: decoded or empty). */
+  #filterBuffer: ArrayBuffer | null = null;
+  /** A buffer of an older checkpoint this journal encoded, free for the next encoding. */
+  #spareBuffer: ArrayBuffer | null = null;
   /** True while the projector stands on a checkpoint's key filter. */
   #restored = false;
   #sinceEvents = 0;
@@ -108,6 +112,7 @@ export class JournalLog {
     this.#anchor = decoded.anchor;
     this.#anchorEvent = null;
     this.#filter = decoded.keys;
+    this.#filterBuffer = null;
     this.#restored = true;
     this.#trackAdds();
   }
@@ -123,6 +128,7 @@ export class JournalLog {
     this.#anchor = 0;
     this.#anchorEvent = null;
     this.#filter = HashedKeyFilter.EMPTY;
+    this.#filterBuffer = null;
     this.#restored = false;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
@@ -294,8 +300,13 @@ export class JournalLog {
         { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
         this.#filter,
         drained,
+        (bytes) => this.#encodingBuffer(bytes),
       );
+      // The previous filter's buffer (its record's write settled before this one started, and
+      // stores keep copies) is free for the next encoding.
+      this.#spareBuffer = this.#filterBuffer;
       this.#filter = keys;
+      this.#filterBuffer = record.data.buffer as ArrayBuffer;
       // SAFETY: #writesCheckpoints checked the capability.
       const store = this.store as unknown as DurableCheckpointStore;
       await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
@@ -310,6 +321,18 @@ export class JournalLog {
       this.checkpoints.onWriteError?.(error);
       return false;
     });
+  }
+
+  /**
+   * A buffer for the next encoded checkpoint: the spare one when it is large enough, else a new
+   * one with room to grow. A fresh megabyte costs more in first-touch page faults than the whole
+   * merge, so encodings alternate between two buffers.
+   */
+  #encodingBuffer(bytes: number): ArrayBuffer {
+    const spare = this.#spareBuffer;
+    this.#spareBuffer = null;
+    if (spare !== null && spare.byteLength >= bytes) return spare;
+    return new ArrayBuffer(Math.ceil(bytes * 1.25));
   }
 
   /** Resolves once every queued checkpoint write settled. */
