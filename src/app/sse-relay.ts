@@ -31,6 +31,7 @@ import {
   SUBSCRIBER_ACK_PARAM,
   SUBSCRIBER_PONG,
   SUBSCRIBER_SLOW_CLOSE_CODE,
+  isSubscriberSlowNotice,
   encodeSubscriberAck,
   frameByteLength,
 } from '../protocol/frames.js';
@@ -67,6 +68,14 @@ export interface SseRelayOptions {
   maxBufferedBytes?: number;
   /** Override of `SSE_MAX_LIFETIME_MS` (tests). */
   lifetimeMs?: number;
+}
+
+function isSlowNotice(text: string): boolean {
+  try {
+    return isSubscriberSlowNotice(JSON.parse(text) as { type: string; code?: unknown });
+  } catch {
+    return false;
+  }
 }
 
 function sseMessage(text: string): string {
@@ -153,6 +162,11 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
           if (!open) return;
           const text = typeof event.data === 'string' ? event.data : new TextDecoder().decode(event.data as ArrayBuffer);
           if (text === SUBSCRIBER_PONG) return;
+          // The object's notice before a 4008 close: end with the relay's own error event, once.
+          if (text.startsWith('{"type":"error"') && isSlowNotice(text)) {
+            fellBehind();
+            return;
+          }
           received += frameByteLength(text);
           const chunk = encoder.encode(sseMessage(text));
           if ((controller.desiredSize ?? 0) - chunk.byteLength < 0) {

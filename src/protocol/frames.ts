@@ -43,7 +43,10 @@ export interface SubscriberCaughtUpMessage {
   headSequence: EventSequence | null;
 }
 
-/** The subscription was refused; the socket closes next. */
+/**
+ * The subscription was refused, or (code {@link SUBSCRIBER_SLOW_ERROR_CODE}) the subscriber fell
+ * behind; either way the socket closes next.
+ */
 export interface SubscriberErrorMessage {
   type: 'error';
   code: string;
@@ -260,6 +263,18 @@ export const SUBSCRIBER_POLICY_CLOSE_CODE = 1008;
  * at once, resuming after the cursor of the last `event` frame received. Nothing is lost.
  */
 export const SUBSCRIBER_SLOW_CLOSE_CODE = 4008;
+/**
+ * Code of the `error` frame the object sends right before it closes a socket with
+ * {@link SUBSCRIBER_SLOW_CLOSE_CODE}. A client may reconnect as soon as it reads this frame rather
+ * than wait for the close handshake to finish (behind some proxies the TCP close, and with it the
+ * close event, comes only after the client library's close timeout, ~30 s with `ws`).
+ */
+export const SUBSCRIBER_SLOW_ERROR_CODE = 'DURABLE_EVENT_LIMIT_EXCEEDED';
+
+/** True when `frame` is the notice that the socket is about to be closed for falling behind. */
+export function isSubscriberSlowNotice(frame: { type: string; code?: unknown } | undefined): boolean {
+  return frame?.type === 'error' && frame.code === SUBSCRIBER_SLOW_ERROR_CODE;
+}
 /** Query parameter a client sets to `1` to announce that it sends acknowledgements. */
 export const SUBSCRIBER_ACK_PARAM = 'ack';
 /**

@@ -10,7 +10,7 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import { DEFAULT_SUBSCRIBER_PACING } from '../../src/adapters/durable-object/object/socket-pacing.js';
-import { SUBSCRIBER_POLICY_CLOSE_CODE, SUBSCRIBER_SLOW_CLOSE_CODE, encodeSubscriberAck } from '../../src/protocol/frames.js';
+import { SUBSCRIBER_POLICY_CLOSE_CODE, SUBSCRIBER_SLOW_CLOSE_CODE, SUBSCRIBER_SLOW_ERROR_CODE, encodeSubscriberAck } from '../../src/protocol/frames.js';
 import { RequestId, type SessionId } from '../../src/protocol/ids.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';
 import { freshSessionId, sleep } from './session-object-helpers.js';
@@ -52,6 +52,8 @@ describe('SessionObject subscriber flow control', () => {
     const subscriber = await RawSubscriber.open(sessionId, { ack: false });
     await subscriber.until(() => subscriber.closed !== null, 'the close');
     expect(subscriber.closed?.code).toBe(SUBSCRIBER_SLOW_CLOSE_CODE);
+    // The last frame before the close is the slow notice a client can reconnect on at once.
+    expect(subscriber.frames.at(-1)).toMatchObject({ type: 'error', code: SUBSCRIBER_SLOW_ERROR_CODE });
     expect(subscriber.received).toBeGreaterThan(0);
     expect(subscriber.received).toBeLessThanOrEqual(WINDOW + FRAME_SLACK);
     expect(subscriber.caughtUp).toBe(false);

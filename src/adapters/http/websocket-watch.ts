@@ -20,8 +20,9 @@
  * 6. Flow control: the socket subscribes with `?ack=1` and acknowledges the bytes of the frames it
  *    processed (`{ "type": "ack", "bytes": N }`) every {@link SUBSCRIBER_ACK_EVERY_BYTES} bytes and
  *    {@link SUBSCRIBER_ACK_IDLE_MS} after the last unacknowledged frame, so the object replays a long
- *    log page by page. Closed with `SUBSCRIBER_SLOW_CLOSE_CODE` (fell behind), it reconnects at once
- *    after the last cursor seen.
+ *    log page by page. Told it fell behind (the `error` notice before a `SUBSCRIBER_SLOW_CLOSE_CODE`
+ *    close, or that close itself), it drops the socket and reconnects at once after the last cursor
+ *    seen.
  * `close()` closes the socket and stops reconnecting.
  */
 import { durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
@@ -33,6 +34,7 @@ import {
   SUBSCRIBER_SLOW_CLOSE_CODE,
   encodeSubscriberAck,
   frameByteLength,
+  isSubscriberSlowNotice,
   parseSubscriptionFrame,
   type SubscriptionFrame,
 } from '../../protocol/frames.js';
@@ -204,7 +206,14 @@ export class WebSocketWatch {
     socket.onmessage = (event) => {
       this.#lastHeardAt = Date.now();
       if (typeof event.data !== 'string') return;
-      this.#onFrame(event.data);
+      if (this.#onFrame(event.data) === 'slow' && this.#socket === socket) {
+        // About to be closed for falling behind: resume after the last cursor now, without waiting
+        // for the close handshake (some proxies end the TCP connection only ~30 s later).
+        this.#closeSocket();
+        this.#backoffMs = 0;
+        this.#scheduleReconnect();
+        return;
+      }
       if (this.#socket === socket && event.data !== SUBSCRIBER_PONG) this.#countReceived(socket, event.data);
     };
     socket.onerror = (event) => {
@@ -222,14 +231,19 @@ export class WebSocketWatch {
     this.#pingTimer = setInterval(() => this.#ping(socket), WATCH_PING_INTERVAL_MS);
   }
 
-  #onFrame(text: string): void {
+  /** Handles one frame; `'slow'` for the notice that precedes a close for falling behind. */
+  #onFrame(text: string): 'slow' | undefined {
     let frame: SubscriptionFrame | undefined;
     try {
       frame = parseSubscriptionFrame(text, { events: 'position' });
     } catch {
-      return; // a malformed frame of a known kind: ignore it, like an unknown kind
+      return undefined; // a malformed frame of a known kind: ignore it, like an unknown kind
     }
-    if (frame === undefined) return;
+    if (frame === undefined) return undefined;
+    if (isSubscriberSlowNotice(frame)) {
+      this.#flush();
+      return 'slow';
+    }
     if (frame.type === 'event') {
       this.#cursor = frame.cursor;
       this.#backoffMs = WATCH_MIN_BACKOFF_MS;
@@ -247,6 +261,7 @@ export class WebSocketWatch {
         this.#cursor = null;
       }
     }
+    return undefined;
   }
 
   /** Counts a processed frame and acknowledges when enough is pending (or soon, when idle). */

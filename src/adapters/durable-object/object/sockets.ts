@@ -29,6 +29,7 @@ import type { SqlEventLog } from '../../sql/sql-event-log.js';
 import {
   SUBSCRIBER_POLICY_CLOSE_CODE,
   SUBSCRIBER_SLOW_CLOSE_CODE,
+  SUBSCRIBER_SLOW_ERROR_CODE,
   frameByteLength,
   parseSubscriberAck,
   type SubscriberMessage,
@@ -447,6 +448,13 @@ export class SessionSockets {
   }
 
   #closeSlow(ws: WebSocket): void {
+    // The notice first: the client can reconnect on it without waiting for the close handshake.
+    const notice: SubscriberMessage = { type: 'error', code: SUBSCRIBER_SLOW_ERROR_CODE, message: SLOW_REASON };
+    try {
+      ws.send(JSON.stringify(notice));
+    } catch {
+      // Already closing: the close below is all that is left.
+    }
     this.drop(ws, SUBSCRIBER_SLOW_CLOSE_CODE, SLOW_REASON);
   }
 
