@@ -4,7 +4,8 @@
  * The projector must remember every ID a session ever used (event IDs for causation checks,
  * Request/Turn/Tool/... IDs for reuse checks), and the journal forks the projector on every
  * commit to preview a batch. Copying a `Set` per fork would make a long session quadratic, so:
- * 1. keys are added to a small private `top` set owned by one instance;
+ * 1. keys are added to a private `top` set owned by one instance (a long fold without forks, such
+ *    as opening a session, keeps every key in that one set, so a lookup is one hash probe);
  * 2. `fork()` seals `top` into an immutable layer that both instances then share, and each
  *    instance continues with a fresh private `top`; sealed layers are never mutated again;
  * 3. after sealing, adjacent layers are merged (into a new set) while the older one is less than
@@ -19,9 +20,6 @@
  * `DurableCheckpointInconclusiveError` rather than guess; the owner then folds the whole log.
  */
 import { DurableCheckpointInconclusiveError, HashedKeyFilter } from '../checkpoint/key-filter.js';
-
-/** Keys stay in `top` until this many accumulate, then they are sealed into a layer. */
-const TOP_SEAL_THRESHOLD = 256;
 
 /** A copy-on-write string set with cheap forks. */
 export class PersistentKeySet {
@@ -100,7 +98,6 @@ export class PersistentKeySet {
     if (this.has(key)) return false;
     this.top.add(key);
     this.added?.push(key);
-    if (this.top.size >= TOP_SEAL_THRESHOLD) this.seal();
     return true;
   }
 
