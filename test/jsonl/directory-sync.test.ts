@@ -2,7 +2,8 @@
  * Directory fsyncs: a new file's name survives power loss only once its directory is fsynced, and
  * a new directory's name only once its parent is. Counted by wrapping `fs.openSync` / `fs.fsyncSync`
  * (`syncBuiltinESMExports` makes the store's named imports see the wrappers) and recording which
- * directories were fsynced.
+ * directories were fsynced. Also: every write to a log is durable before the append returns (the
+ * descriptor is `O_DSYNC`, or the write is followed by `fsync`).
  */
 import fs, { mkdirSync, openSync, closeSync, statSync, writeSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
@@ -18,6 +19,7 @@ afterAll(cleanup);
 const realOpenSync = fs.openSync;
 const realFsyncSync = fs.fsyncSync;
 const realCloseSync = fs.closeSync;
+const realWriteSync = fs.writeSync;
 
 /** Records the directories fsynced (synchronously) while installed. */
 function recordDirectorySyncs(): string[] {
@@ -50,8 +52,33 @@ afterEach(() => {
   fs.openSync = realOpenSync;
   fs.fsyncSync = realFsyncSync;
   fs.closeSync = realCloseSync;
+  fs.writeSync = realWriteSync;
   syncBuiltinESMExports();
 });
+
+/** For each write to a `.jsonl` file while installed: was it durable when the write (and the append) returned? */
+function recordLogWrites(): Array<{ file: string; dsync: boolean; fsyncedAfter: boolean }> {
+  const opened = new Map<number, { file: string; flags: number }>();
+  const writes: Array<{ file: string; fd: number; dsync: boolean; fsyncedAfter: boolean }> = [];
+  fs.openSync = ((file: fs.PathLike, flags?: unknown, ...rest: unknown[]) => {
+    // SAFETY: forwards the caller's arguments unchanged.
+    const fd = (realOpenSync as (...args: unknown[]) => number)(file, flags, ...rest);
+    if (String(file).endsWith('.jsonl')) opened.set(fd, { file: String(file), flags: typeof flags === 'number' ? flags : 0 });
+    return fd;
+  }) as typeof fs.openSync;
+  fs.writeSync = ((fd: number, ...rest: unknown[]) => {
+    const log = opened.get(fd);
+    if (log !== undefined) writes.push({ file: log.file, fd, dsync: (log.flags & fs.constants.O_DSYNC) !== 0, fsyncedAfter: false });
+    // SAFETY: forwards the caller's arguments unchanged.
+    return (realWriteSync as (...args: unknown[]) => number)(fd, ...rest);
+  }) as typeof fs.writeSync;
+  fs.fsyncSync = ((fd: number) => {
+    for (const write of writes) if (write.fd === fd) write.fsyncedAfter = true;
+    realFsyncSync(fd);
+  }) as typeof fs.fsyncSync;
+  syncBuiltinESMExports();
+  return writes;
+}
 
 describe('directory fsync', () => {
   it('fsyncs the storage root after creating durable-events, and durable-events after creating a log', async () => {
@@ -87,5 +114,20 @@ describe('directory fsync', () => {
     const synced = recordDirectorySyncs();
     for (let i = 0; i < 5; i++) await store.append(sessionId, [tagDraft(`n${i}`)]);
     expect(synced).toEqual([]);
+  });
+
+  it('makes every log write durable before the append returns (O_DSYNC descriptor, or fsync after it)', async () => {
+    const storage = path.join(root, 'durable-writes');
+    const writes = recordLogWrites();
+    const store = new JsonlDurableEventStore(storage);
+    const sessionId = SessionId('durable-writes');
+    await store.append(sessionId, [tagDraft('one')]);
+    await store.append(sessionId, [tagDraft('two')], { expectedLastSequence: 1 as never });
+    await new JsonlDurableEventStore(storage).append(sessionId, [tagDraft('three')]); // a new descriptor
+    const logWrites = writes.filter((write) => write.file === store.pathsOf(sessionId).log);
+    expect(logWrites).toHaveLength(3);
+    for (const write of logWrites) expect(write.dsync || write.fsyncedAfter).toBe(true);
+    // On Linux the descriptor carries O_DSYNC: one system call per commit.
+    if (process.platform === 'linux') expect(logWrites.every((write) => write.dsync)).toBe(true);
   });
 });
