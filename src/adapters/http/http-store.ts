@@ -19,6 +19,7 @@
 import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
+import { isTimeSource, type TimeSource } from '../../core/time.js';
 import {
   buildReadPage,
   checkExpectedLastSequence,
@@ -74,6 +75,11 @@ export interface HttpDurableEventStoreOptions {
   timeoutMs?: number;
   /** Called with background errors of `watch` connections (they reconnect by themselves). */
   onWatchError?: (error: unknown) => void;
+  /**
+   * Timers and liveness clock of `watch` connections (coalescing, acks, pings every 30 s, reconnect
+   * backoff); default: the host's. Tests pass a `ManualTimeSource`.
+   */
+  time?: TimeSource;
 }
 
 /** Options of the journal and recovery calls of {@link HttpDurableEventStore}. */
@@ -133,6 +139,13 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
       );
     }
     this.#timeoutMs = timeoutMs;
+    if (options.time !== undefined && !isTimeSource(options.time)) {
+      throw new DurableEventStoreError(
+        'DURABLE_EVENT_INVALID_OPTIONS',
+        'time must be a TimeSource (wallNow, monotonicNow, setTimer, clearTimer)',
+      );
+    }
+    const time = options.time;
     const WebSocketClass =
       options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructorLike }).WebSocket;
     if (WebSocketClass !== undefined) {
@@ -147,6 +160,7 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
           subscribeUrl: (after) => this.#subscribeUrl(id, after),
           readTail: (signal) => this.#readTail(id, signal),
           ...(options.onWatchError === undefined ? {} : { onError: options.onWatchError }),
+          ...(time === undefined ? {} : { time }),
         });
         const set = this.#watches.get(id) ?? new Set<WebSocketWatch>();
         set.add(watch);

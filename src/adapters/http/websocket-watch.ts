@@ -23,7 +23,8 @@
  *    log page by page. Told it fell behind (the `error` notice before a `SUBSCRIBER_SLOW_CLOSE_CODE`
  *    close, or that close itself), it drops the socket and reconnects at once after the last cursor
  *    seen.
- * `close()` closes the socket and stops reconnecting.
+ * `close()` closes the socket and stops reconnecting. Every timer and the liveness clock run on the
+ * `time` option (default: the host's timers), so tests can drive them with a `ManualTimeSource`.
  */
 import { durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
 import {
@@ -42,6 +43,7 @@ import { durableErrorFromJson } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableAppendListener } from '../../core/store.js';
+import { systemTime, type TimeSource } from '../../core/time.js';
 
 /** Subprotocol the Worker selects for ledger subscriptions. */
 export const LEDGER_SUBPROTOCOL = 'agent-ledger.v1';
@@ -83,6 +85,8 @@ export interface WebSocketWatchOptions {
   /** The session's last event, or `null` for an empty session. */
   readTail: (signal: AbortSignal) => Promise<DurableEventEnvelope | null>;
   onError?: (error: unknown) => void;
+  /** Timers (coalescing, acks, pings, reconnects) and the liveness clock (default: the host's). */
+  time?: TimeSource;
 }
 
 const SUBPROTOCOL_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -91,26 +95,28 @@ const NORMAL_CLOSURE = 1000;
 /** One watching WebSocket, reconnecting until closed. */
 export class WebSocketWatch {
   readonly #options: WebSocketWatchOptions;
+  readonly #time: TimeSource;
   readonly #stop = new AbortController();
   /** Encoded cursor to resume after; `undefined`: from the first event; `null`: not known yet. */
   #cursor: string | undefined | null = null;
   #socket: WebSocketLike | undefined;
   #backoffMs = WATCH_MIN_BACKOFF_MS;
-  #retryTimer: ReturnType<typeof setTimeout> | undefined;
-  #pingTimer: ReturnType<typeof setInterval> | undefined;
+  #retryTimer: unknown;
+  #pingTimer: unknown;
   #lastHeardAt = 0;
   /** Highest sequence a notice was delivered for. */
   #notified = 0;
   /** Batch being coalesced: its last sequence and commit time. */
   #pending: { lastSequence: EventSequence; recordedAt: unknown } | undefined;
-  #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  #flushTimer: unknown;
   /** Flow control of the current socket: bytes received and acknowledged. */
   #received = 0;
   #acked = 0;
-  #ackTimer: ReturnType<typeof setTimeout> | undefined;
+  #ackTimer: unknown;
 
   private constructor(options: WebSocketWatchOptions) {
     this.#options = options;
+    this.#time = options.time ?? systemTime;
   }
 
   /** Starts watching. */
@@ -135,8 +141,8 @@ export class WebSocketWatch {
   close(): void {
     if (this.#stop.signal.aborted) return;
     this.#stop.abort();
-    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    if (this.#retryTimer !== undefined) this.#time.clearTimer(this.#retryTimer);
+    if (this.#flushTimer !== undefined) this.#time.clearTimer(this.#flushTimer);
     this.#pending = undefined;
     this.#closeSocket();
   }
@@ -155,7 +161,7 @@ export class WebSocketWatch {
 
   /** Delivers the batch being coalesced, if any. */
   #flush(): void {
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
+    if (this.#flushTimer !== undefined) this.#time.clearTimer(this.#flushTimer);
     this.#flushTimer = undefined;
     const pending = this.#pending;
     this.#pending = undefined;
@@ -165,8 +171,8 @@ export class WebSocketWatch {
   #onEventFrame(lastSequence: EventSequence, recordedAt: unknown): void {
     if (this.#pending !== undefined && this.#pending.recordedAt !== recordedAt) this.#flush();
     this.#pending = { lastSequence, recordedAt };
-    if (this.#flushTimer !== undefined) clearTimeout(this.#flushTimer);
-    this.#flushTimer = setTimeout(() => this.#flush(), WATCH_COALESCE_MS);
+    if (this.#flushTimer !== undefined) this.#time.clearTimer(this.#flushTimer);
+    this.#flushTimer = this.#time.setTimer(() => this.#flush(), WATCH_COALESCE_MS);
   }
 
   async #connect(): Promise<void> {
@@ -196,15 +202,15 @@ export class WebSocketWatch {
 
   #attach(socket: WebSocketLike): void {
     this.#socket = socket;
-    this.#lastHeardAt = Date.now();
+    this.#lastHeardAt = this.#time.monotonicNow();
     this.#received = 0;
     this.#acked = 0;
     this.#clearAck();
     socket.onopen = () => {
-      this.#lastHeardAt = Date.now();
+      this.#lastHeardAt = this.#time.monotonicNow();
     };
     socket.onmessage = (event) => {
-      this.#lastHeardAt = Date.now();
+      this.#lastHeardAt = this.#time.monotonicNow();
       if (typeof event.data !== 'string') return;
       if (this.#onFrame(event.data) === 'slow' && this.#socket === socket) {
         // About to be closed for falling behind: resume after the last cursor now, without waiting
@@ -228,7 +234,7 @@ export class WebSocketWatch {
       if ((event as { code?: unknown } | null)?.code === SUBSCRIBER_SLOW_CLOSE_CODE) this.#backoffMs = 0;
       if (!this.#closed) this.#scheduleReconnect();
     };
-    this.#pingTimer = setInterval(() => this.#ping(socket), WATCH_PING_INTERVAL_MS);
+    this.#armPing(socket);
   }
 
   /** Handles one frame; `'slow'` for the notice that precedes a close for falling behind. */
@@ -271,7 +277,7 @@ export class WebSocketWatch {
       this.#sendAck(socket);
       return;
     }
-    this.#ackTimer ??= setTimeout(() => {
+    this.#ackTimer ??= this.#time.setTimer(() => {
       this.#ackTimer = undefined;
       if (this.#socket === socket) this.#sendAck(socket);
     }, SUBSCRIBER_ACK_IDLE_MS);
@@ -289,12 +295,22 @@ export class WebSocketWatch {
   }
 
   #clearAck(): void {
-    if (this.#ackTimer !== undefined) clearTimeout(this.#ackTimer);
+    if (this.#ackTimer !== undefined) this.#time.clearTimer(this.#ackTimer);
     this.#ackTimer = undefined;
   }
 
+  /** Pings `socket` every {@link WATCH_PING_INTERVAL_MS} while it is the current one. */
+  #armPing(socket: WebSocketLike): void {
+    this.#pingTimer = this.#time.setTimer(() => {
+      this.#pingTimer = undefined;
+      if (this.#socket !== socket) return;
+      this.#ping(socket);
+      if (this.#socket === socket) this.#armPing(socket);
+    }, WATCH_PING_INTERVAL_MS);
+  }
+
   #ping(socket: WebSocketLike): void {
-    if (Date.now() - this.#lastHeardAt > 2 * WATCH_PING_INTERVAL_MS) {
+    if (this.#time.monotonicNow() - this.#lastHeardAt > 2 * WATCH_PING_INTERVAL_MS) {
       this.#closeSocket();
       this.#scheduleReconnect();
       return;
@@ -307,7 +323,7 @@ export class WebSocketWatch {
   }
 
   #clearPing(): void {
-    if (this.#pingTimer !== undefined) clearInterval(this.#pingTimer);
+    if (this.#pingTimer !== undefined) this.#time.clearTimer(this.#pingTimer);
     this.#pingTimer = undefined;
   }
 
@@ -328,7 +344,7 @@ export class WebSocketWatch {
     if (this.#closed || this.#retryTimer !== undefined) return;
     const delay = this.#backoffMs;
     this.#backoffMs = Math.min(Math.max(this.#backoffMs * 2, WATCH_MIN_BACKOFF_MS), WATCH_MAX_BACKOFF_MS);
-    this.#retryTimer = setTimeout(() => {
+    this.#retryTimer = this.#time.setTimer(() => {
       this.#retryTimer = undefined;
       void this.#connect();
     }, delay);
