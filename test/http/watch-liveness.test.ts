@@ -40,14 +40,17 @@ class DeafeningWebSocket extends WebSocket {
       if (String(event.data).startsWith('{"type":"event"')) this.eventFrames += 1;
     });
     let handler: ((event: WebSocket.MessageEvent) => void) | null = null;
+    // ws defines `onmessage` as an accessor on its prototype: wrap the handler the watch installs.
+    const installHandler = Object.getOwnPropertyDescriptor(WebSocket.prototype, 'onmessage')?.set;
     Object.defineProperty(this, 'onmessage', {
       configurable: true,
       get: () => handler,
       set: (value: ((event: WebSocket.MessageEvent) => void) | null) => {
         handler = value;
-        super.onmessage = value === null ? null : (event) => {
+        const gated = value === null ? null : (event: WebSocket.MessageEvent): void => {
           if (!this.deaf) value(event);
         };
+        installHandler?.call(this, gated);
       },
     });
   }
