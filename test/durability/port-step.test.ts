@@ -162,7 +162,9 @@ describe('step', () => {
     await port.step('a', () => 'never');
     await port.step('c', () => 'c');
     expect(store.reads.filter((after) => after === undefined)).toHaveLength(1);
-    expect(store.reads).toEqual([undefined, 2, 4]);
+    // Each record the port writes right after its cursor extends its prefix: it never reads its own
+    // write back (step a wrote 3, step b read 4 and wrote 5, step c wrote 6).
+    expect(store.reads).toEqual([undefined, 3, 5]);
 
     // A page limit below the backlog: the port follows nextCursor page by page.
     for (let index = 0; index < 2500; index++) {
@@ -170,8 +172,8 @@ describe('step', () => {
     }
     store.reads.length = 0;
     await port.step('d', () => 'd');
-    // The cursor stood at 5 (the port remembered its own record 6 without reading it).
-    expect(store.reads).toEqual([5, 1005, 2005]);
+    // The cursor stood at 6 (the port's own record 6 extended the prefix without a read).
+    expect(store.reads).toEqual([6, 1006, 2006]);
   });
 
   const corruptions: Array<[string, (page: { records: unknown[] } & Record<string, unknown>) => unknown]> = [

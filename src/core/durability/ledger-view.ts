@@ -7,7 +7,8 @@
  *    port never reads a record twice and never skips one.
  * 2. `remember` adds a record the port itself just wrote (or got back as the first writer's),
  *    possibly ahead of the cursor. Identity lookups (`find`) use it at once; wait decisions do not,
- *    because they depend on ledger order, which is only known for the contiguous prefix.
+ *    because they depend on ledger order, which is only known for the contiguous prefix (a record
+ *    at exactly `cursor + 1` extends that prefix, and the cursor moves over it).
  * 3. `decideWait` answers a wait from the prefix: the first delivery to `(runId, key)` wins
  *    unless the wait's `wait_timeout` record comes before it — the same answer on every replay.
  */
@@ -85,9 +86,15 @@ export class DurabilityLedgerView {
     this.#byIdentity.set(identity, record);
   }
 
-  /** Adds a record this port wrote or received from `recordDurability` (any position). */
+  /**
+   * Adds a record this port wrote or received from `recordDurability` (any position). One that is
+   * exactly the next sequence extends the contiguous prefix (sequences are dense, so nothing lies
+   * between): the port's next read starts after it instead of reading its own write back.
+   */
   remember(record: DurabilityRecord): void {
-    this.#index(parseDurabilityRecord(record, { sessionId: this.#sessionId }));
+    const parsed = parseDurabilityRecord(record, { sessionId: this.#sessionId });
+    if (parsed.sequence === (this.#cursor ?? 0) + 1) this.#apply(parsed);
+    else this.#index(parsed);
   }
 
   /** The record of `(kind, scope, key)`, if known. */
