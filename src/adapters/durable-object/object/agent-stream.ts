@@ -133,13 +133,25 @@ export class AgentLiveStream {
       doStream: async (options) => {
         await this.#beforeIo();
         const result = await model.doStream(options);
-        const stream = result.stream.pipeThrough(
-          new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-            transform(part, controller) {
-              tap(part);
-              controller.enqueue(part);
+        // A pull-through stream without a queue of its own (high-water mark 0): each part is tapped
+        // when the Session reads it, and no pipe runs ahead of the reader.
+        const reader = result.stream.getReader();
+        const stream = new ReadableStream<LanguageModelV3StreamPart>(
+          {
+            async pull(controller) {
+              const next = await reader.read();
+              if (next.done) {
+                controller.close();
+                return;
+              }
+              tap(next.value);
+              controller.enqueue(next.value);
             },
-          }),
+            cancel(reason) {
+              return reader.cancel(reason);
+            },
+          },
+          { highWaterMark: 0 },
         );
         return { ...result, stream };
       },
