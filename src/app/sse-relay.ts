@@ -31,6 +31,7 @@ import {
   SUBSCRIBER_ACK_PARAM,
   SUBSCRIBER_PONG,
   SUBSCRIBER_SLOW_CLOSE_CODE,
+  SUBSCRIBER_SLOW_ERROR_CODE,
   isSubscriberSlowNotice,
   encodeSubscriberAck,
   frameByteLength,
@@ -150,7 +151,7 @@ export async function sseRelayResponse(options: SseRelayOptions): Promise<Respon
           if (!open) return;
           const frame = JSON.stringify({
             type: 'error',
-            code: 'DURABLE_EVENT_LIMIT_EXCEEDED',
+            code: SUBSCRIBER_SLOW_ERROR_CODE,
             message: `the subscriber fell more than ${limit} bytes behind; reconnect with Last-Event-ID`,
           });
           controller.enqueue(encoder.encode(`event: error\ndata: ${frame}\n\n`));

@@ -46,6 +46,16 @@ const options = (time: ManualTimeSource) => ({
 });
 
 describe('DurableExecutionLease on a manual clock', () => {
+  it('refuses a time option that is not a TimeSource before any store call, like every other time option', async () => {
+    const { time, store, sessionId } = setup();
+    // No setTimer: a heartbeat would only fail later, inside a timer callback.
+    const broken = { wallNow: () => time.wallNow(), monotonicNow: () => time.monotonicNow(), clearTimer: () => undefined };
+    const attempt = DurableExecutionLease.acquire(store, sessionId, { ...options(time), time: broken as never });
+    await expect(attempt).rejects.toMatchObject({ code: 'DURABLE_EXECUTION_LEASE_INVALID' });
+    await expect(attempt).rejects.toThrow(/time must be a TimeSource/);
+    expect(await store.inspectExecutionLease(sessionId)).toBeNull();
+  });
+
   it('renews once per heartbeat interval and keeps the lease far beyond its TTL', async () => {
     const { time, store, sessionId } = setup();
     const lease = await DurableExecutionLease.acquire(store, sessionId, options(time));

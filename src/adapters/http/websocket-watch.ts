@@ -213,11 +213,10 @@ export class WebSocketWatch {
       this.#lastHeardAt = this.#time.monotonicNow();
       if (typeof event.data !== 'string') return;
       if (this.#onFrame(event.data) === 'slow' && this.#socket === socket) {
-        // About to be closed for falling behind: resume after the last cursor now, without waiting
-        // for the close handshake (some proxies end the TCP connection only ~30 s later).
+        // About to be closed for falling behind: do not wait for the close handshake (some proxies
+        // end the TCP connection only ~30 s later).
         this.#closeSocket();
-        this.#backoffMs = 0;
-        this.#scheduleReconnect();
+        this.#resumeAtOnce();
         return;
       }
       if (this.#socket === socket && event.data !== SUBSCRIBER_PONG) this.#countReceived(socket, event.data);
@@ -230,9 +229,8 @@ export class WebSocketWatch {
       this.#socket = undefined;
       this.#clearPing();
       this.#clearAck();
-      // Closed for falling behind: resume at once after the last cursor (nothing is lost).
-      if ((event as { code?: unknown } | null)?.code === SUBSCRIBER_SLOW_CLOSE_CODE) this.#backoffMs = 0;
-      if (!this.#closed) this.#scheduleReconnect();
+      if ((event as { code?: unknown } | null)?.code === SUBSCRIBER_SLOW_CLOSE_CODE) this.#resumeAtOnce();
+      else this.#scheduleReconnect();
     };
     this.#armPing(socket);
   }
@@ -338,6 +336,12 @@ export class WebSocketWatch {
     } catch {
       // Closing a socket that never opened may throw; it is gone either way.
     }
+  }
+
+  /** Fell behind (nothing is lost): reconnect after the last cursor without a backoff delay. */
+  #resumeAtOnce(): void {
+    this.#backoffMs = 0;
+    this.#scheduleReconnect();
   }
 
   #scheduleReconnect(): void {

@@ -13,6 +13,7 @@
 import { throwIfAborted } from '../../core/abort.js';
 import {
   checkCheckpointRecord,
+  reuseCheckpointBuffer,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
@@ -220,14 +221,10 @@ export class MemoryDurableEventStore
     const id = checkSessionId(sessionId);
     const checked = checkCheckpointRecord(record, false);
     const state = this.#session(id);
-    // Copy into the buffer of the previous checkpoint when it is large enough: a fresh buffer per
-    // write (about 1 MB per 100k events) costs more in page faults than the copy itself. Reads
-    // hand out copies, so nobody else holds this buffer.
+    // Copy into the previous checkpoint's buffer when it fits (reads hand out copies, so nobody
+    // else holds it).
     const length = checked.data.length;
-    const previous = state.checkpoint?.data.buffer;
-    const buffer =
-      previous instanceof ArrayBuffer && previous.byteLength >= length ? previous : new ArrayBuffer(Math.ceil(length * 1.25));
-    const data = new Uint8Array(buffer, 0, length);
+    const data = new Uint8Array(reuseCheckpointBuffer(state.checkpoint?.data.buffer, length), 0, length);
     data.set(checked.data);
     state.checkpoint = { sequence: checked.sequence, eventId: checked.eventId, data };
   }

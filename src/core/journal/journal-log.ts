@@ -26,7 +26,7 @@ import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
 import { anchorOf, chainDigest, encodeCheckpointAdding } from '../checkpoint/codec.js';
-import { isCheckpointStore, type DurableCheckpointStore } from '../checkpoint/contract.js';
+import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
@@ -323,16 +323,11 @@ export class JournalLog {
     });
   }
 
-  /**
-   * A buffer for the next encoded checkpoint: the spare one when it is large enough, else a new
-   * one with room to grow. A fresh megabyte costs more in first-touch page faults than the whole
-   * merge, so encodings alternate between two buffers.
-   */
+  /** A buffer for the next encoded checkpoint: encodings alternate between two (see `reuseCheckpointBuffer`). */
   #encodingBuffer(bytes: number): ArrayBuffer {
     const spare = this.#spareBuffer;
     this.#spareBuffer = null;
-    if (spare !== null && spare.byteLength >= bytes) return spare;
-    return new ArrayBuffer(Math.ceil(bytes * 1.25));
+    return reuseCheckpointBuffer(spare, bytes);
   }
 
   /** Resolves once every queued checkpoint write settled. */

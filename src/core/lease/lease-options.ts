@@ -7,7 +7,7 @@
 import { describeInvalidId, type WorkerId } from '../../protocol/ids.js';
 import { DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { checkLeaseTtl } from '../log-engine.js';
-import { systemTime, type TimeSource } from '../time.js';
+import { isTimeSource, systemTime, type TimeSource } from '../time.js';
 import { invalid } from './lease-errors.js';
 
 /** Options of {@link DurableExecutionLease.acquire}. */
@@ -70,6 +70,7 @@ export function resolveLeaseOptions(options: DurableExecutionLeaseOptions): Reso
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw invalid('signal must be an AbortSignal');
   }
+  if (options.time !== undefined && !isTimeSource(options.time)) throw invalid('time must be a TimeSource');
   return {
     ownerId: options.ownerId,
     ttlMs,
