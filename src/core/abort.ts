@@ -54,11 +54,49 @@ export function anySignal(signals: ReadonlyArray<AbortSignal | undefined>): Abor
 }
 
 /**
+ * Lends one `AbortController` to calls that never overlap, so a component that makes many short
+ * store calls one after another (a journal) does not build a controller per call: creating one
+ * costs about as much as a memory-store append.
+ * - A controller is lent to one call at a time; a call that starts while it is out gets a fresh one.
+ * - A controller that was aborted is never lent again.
+ * - After {@link MAX_SIGNAL_LOANS} loans a fresh one replaces it, which bounds what a store that
+ *   forgets to remove its abort listeners can leave behind.
+ * The contract this relies on (`DurableStoreCallOptions.signal`): a store removes the abort
+ * listeners it added to a call's signal when that call settles.
+ */
+export class AbortControllerLender {
+  #idle: AbortController | undefined;
+  #loans = 0;
+
+  /** A controller that is not aborted and not lent to anyone else. */
+  borrow(): AbortController {
+    const idle = this.#idle;
+    if (idle !== undefined) {
+      this.#idle = undefined;
+      return idle;
+    }
+    this.#loans = 0;
+    return new AbortController();
+  }
+
+  /** Takes back a controller whose call has settled. */
+  giveBack(controller: AbortController): void {
+    if (controller.signal.aborted || this.#idle !== undefined) return;
+    if (++this.#loans >= MAX_SIGNAL_LOANS) return;
+    this.#idle = controller;
+  }
+}
+
+/** Loans of one controller before {@link AbortControllerLender} replaces it. */
+export const MAX_SIGNAL_LOANS = 8;
+
+/**
  * Runs `call(signal)` bounded by `timeoutMs` and the caller's `signal`.
  * - caller abort -> rejects with the caller's abort reason;
  * - deadline -> rejects with `onTimeout()` (the call's signal is aborted with a {@link DeadlineExceeded});
  * - otherwise settles like `call`.
  * The deadline runs on `time` (default: the host's timers; tests pass a `ManualTimeSource`).
+ * With `lender`, the call's controller is borrowed from it and given back once the call settled.
  */
 export function withDeadline<T>(
   timeoutMs: number,
@@ -66,6 +104,7 @@ export function withDeadline<T>(
   call: (signal: AbortSignal) => Promise<T>,
   onTimeout: () => unknown,
   time: TimeSource = systemTime,
+  lender?: AbortControllerLender,
 ): Promise<T> {
   // One promise settled by whichever comes first (cheaper than racing a second promise). A stop
   // (deadline or caller abort) settles one microtask after it fired, exactly as a rejected racer
@@ -75,7 +114,7 @@ export function withDeadline<T>(
       reject(abortReason(signal));
       return;
     }
-    const controller = new AbortController();
+    const controller = lender === undefined ? new AbortController() : lender.borrow();
     let settled = false;
     let onAbort: (() => void) | undefined;
     const finish = (): boolean => {
@@ -83,6 +122,7 @@ export function withDeadline<T>(
       settled = true;
       time.clearTimer(timer);
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+      lender?.giveBack(controller);
       return true;
     };
     const stop = (error: unknown): void => {

@@ -16,7 +16,8 @@
  *    the checkpoint), `rebuild` folds the log from the first event and the caller retries.
  * Every store call is bounded by `storeTimeoutMs` and the caller's signal.
  */
-import { throwIfAborted, withDeadline } from '../abort.js';
+import { AbortControllerLender, throwIfAborted, withDeadline } from '../abort.js';
+import { systemTime } from '../time.js';
 import { DurableSessionProjector } from '../projector/index.js';
 import type { DurableEventStore } from '../store.js';
 import { DurableEventProjectionError, DurableEventStoreError, DurableSessionJournalError } from '../../protocol/errors.js';
@@ -64,6 +65,8 @@ export class JournalLog {
   /** Bumped by every reset: a queued checkpoint write of an older generation is dropped. */
   #generation = 0;
   #writes: Promise<void> = Promise.resolve();
+  /** Signals of this log's store calls (commits run one at a time, so one is usually enough). */
+  readonly #signals = new AbortControllerLender();
   /** What happened to the checkpoint at open (and whether a rebuild replaced it since). */
   checkpointOutcome: DurableCheckpointOutcome = { status: 'none' };
 
@@ -166,6 +169,8 @@ export class JournalLog {
         new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `journal ${what} exceeded its deadline of ${timeoutMs} ms`, {
           details: { timeoutMs, sessionId: this.sessionId },
         }),
+      systemTime,
+      this.#signals,
     );
   }
 
