@@ -167,6 +167,7 @@ export class MemoryDurableEventStore
     const id = checkSessionId(sessionId);
     const valid = validateDraftBatch(drafts);
     const state = this.#session(id);
+    const encodings: string[] = [];
     const result = planAppend({
       sessionId: id,
       drafts: valid,
@@ -174,6 +175,7 @@ export class MemoryDurableEventStore
       head: this.#head(state),
       lease: state.lease,
       nowMs: this.#clock(),
+      encodings,
     });
     throwIfAborted(options?.signal);
     try {
@@ -183,7 +185,9 @@ export class MemoryDurableEventStore
         cause: error,
       });
     }
-    state.events.push(...result.events.map((e) => structuredClone(e)));
+    // The stored copy is parsed back from the encoding `planAppend` measured: a validated event is
+    // lossless JSON, so this is an exact deep copy (and cheaper than `structuredClone`).
+    for (const encoded of encodings) state.events.push(JSON.parse(encoded) as DurableEventEnvelope);
     const notice = { sessionId: id, lastSequence: result.lastSequence };
     for (const listener of [...state.listeners]) queueMicrotask(() => notify(listener, notice));
     return result;
