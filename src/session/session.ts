@@ -134,34 +134,45 @@ function tapStore(
   storeTimeoutMs: number,
   time: TimeSource,
 ): DurableEventStore {
+  const read = async (...args: Parameters<DurableEventStore['read']>): ReturnType<DurableEventStore['read']> => {
+    const page = await store.read(...args);
+    history.apply(page.events);
+    return page;
+  };
+  const cappedAppend = (
+    sessionId: SessionId,
+    drafts: Parameters<DurableEventStore['append']>[1],
+    options: DurableAppendOptions = {},
+  ): ReturnType<DurableEventStore['append']> => {
+    // SAFETY: only installed when a lease exists (see `get` below).
+    const leftMs = Math.floor((lease as DurableExecutionLease).remainingMs());
+    if (leftMs < 1) {
+      return Promise.reject(new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no time left in the lease window for the append'));
+    }
+    // The journal's own deadline (`storeTimeoutMs`, armed just before this call) ends first.
+    if (leftMs >= storeTimeoutMs) return store.append(sessionId, drafts, options);
+    return withDeadline(
+      leftMs,
+      options.signal,
+      (signal) => store.append(sessionId, drafts, { ...options, signal }),
+      () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `append exceeded the ${leftMs} ms left in the lease window`),
+      time,
+    );
+  };
+  // Methods bound once (the journal reads `store.append` on every commit).
+  const bound = new WeakMap<object, unknown>();
   return new Proxy(store, {
     get(target, property) {
-      if (property === 'read') {
-        return async (...args: Parameters<DurableEventStore['read']>) => {
-          const page = await target.read(...args);
-          history.apply(page.events);
-          return page;
-        };
-      }
-      if (property === 'append' && lease !== undefined) {
-        return (sessionId: SessionId, drafts: Parameters<DurableEventStore['append']>[1], options: DurableAppendOptions = {}) => {
-          const leftMs = Math.floor(lease.remainingMs());
-          if (leftMs < 1) {
-            return Promise.reject(new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_LOST', 'no time left in the lease window for the append'));
-          }
-          // The journal's own deadline (`storeTimeoutMs`, armed just before this call) ends first.
-          if (leftMs >= storeTimeoutMs) return target.append(sessionId, drafts, options);
-          return withDeadline(
-            leftMs,
-            options.signal,
-            (signal) => target.append(sessionId, drafts, { ...options, signal }),
-            () => new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `append exceeded the ${leftMs} ms left in the lease window`),
-            time,
-          );
-        };
-      }
+      if (property === 'read') return read;
+      if (property === 'append' && lease !== undefined) return cappedAppend;
       const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let method = bound.get(value);
+      if (method === undefined) {
+        method = (value as (...a: unknown[]) => unknown).bind(target);
+        bound.set(value, method);
+      }
+      return method;
     },
   });
 }
