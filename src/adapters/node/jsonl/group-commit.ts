@@ -94,6 +94,10 @@ function onLockDeadline(queue: GroupCommitQueue, entry: Entry): void {
   queue.lockDeadlinePassed(entry);
 }
 
+function failAll(group: readonly Entry[], error: unknown): AppendOutcome[] {
+  return group.map((): AppendOutcome => ({ kind: 'failed', error }));
+}
+
 /** The group-commit queue of one session in one store object. */
 export class GroupCommitQueue {
   #pending: Entry[] = [];
@@ -144,7 +148,7 @@ export class GroupCommitQueue {
         this.#state = 'scheduled';
         // Start after the current synchronous burst (a microtask), so appends issued together
         // form one group without costing a lone appender an event-loop turn.
-        queueMicrotask(() => void this.#drain());
+        queueMicrotask(this.#start);
       }
     });
   }
@@ -210,19 +214,74 @@ export class GroupCommitQueue {
     }
   }
 
-  async #drain(): Promise<void> {
-    let first = true;
+  /**
+   * The drain's first group, run as a microtask after the burst that woke the queue. The common
+   * case (lock free, cache current) commits right here, synchronously, without an async frame;
+   * anything else (a wait for the lock, a catch-up read, appends queued meanwhile) continues in
+   * {@link #drain}.
+   */
+  readonly #start = (): void => {
+    let handedOff = false;
     try {
+      if (this.#pending.length === 0) return;
+      this.#state = 'waiting';
+      const release = this.#tryAcquire();
+      if (release === 'wait') {
+        handedOff = true;
+        void this.#drain('wait');
+        return;
+      }
+      if (release !== undefined) {
+        this.#state = 'committing';
+        const committing = this.#commitGroup(release);
+        if (committing !== undefined) {
+          handedOff = true;
+          void this.#drain(committing);
+          return;
+        }
+      }
+      this.#state = 'scheduled';
+      if (this.#pending.length > 0) {
+        handedOff = true;
+        void this.#drain(undefined);
+      }
+    } finally {
+      if (!handedOff) this.#idle();
+    }
+  };
+
+  /** The queue goes idle; an append that arrived meanwhile starts the next drain. */
+  #idle(): void {
+    this.#state = 'idle';
+    if (this.#pending.length > 0) {
+      this.#state = 'scheduled';
+      queueMicrotask(this.#start);
+    }
+  }
+
+  /**
+   * Serves groups until none is pending, picking up where {@link #start} stopped: waiting for the
+   * lock (`'wait'`), finishing a commit that went asynchronous (a promise), or between groups.
+   */
+  async #drain(resume: 'wait' | Promise<void> | undefined): Promise<void> {
+    try {
+      if (resume === 'wait') {
+        this.#armTimers(this.#pending);
+        const release = await this.#waitForLock();
+        resume = undefined;
+        if (release !== undefined) {
+          this.#state = 'committing';
+          resume = this.#commitGroup(release);
+        }
+      }
+      if (resume !== undefined) await resume;
+      this.#state = 'scheduled';
       while (this.#pending.length > 0) {
         // Between groups, yield one turn so callers of the group just settled can queue again.
-        if (!first) {
-          this.#armTimers(this.#pending);
-          await nextTurn();
-        }
-        first = false;
+        this.#armTimers(this.#pending);
+        await nextTurn();
         if (this.#pending.length === 0) break;
         this.#state = 'waiting';
-        // The common case (lock free, cache current) runs without a single await.
         let release = this.#tryAcquire();
         if (release === 'wait') {
           this.#armTimers(this.#pending);
@@ -235,12 +294,7 @@ export class GroupCommitQueue {
         this.#state = 'scheduled';
       }
     } finally {
-      this.#state = 'idle';
-      // An append may have arrived between the last check and now.
-      if (this.#pending.length > 0) {
-        this.#state = 'scheduled';
-        queueMicrotask(() => void this.#drain());
-      }
+      this.#idle();
     }
   }
 
@@ -280,13 +334,16 @@ export class GroupCommitQueue {
   /** Commits the pending appends as one group; a promise only when the commit went asynchronous. */
   #commitGroup(release: ReleaseLock): Promise<void> | undefined {
     const group = this.#pending.splice(0);
-    for (const entry of group) entry.phase = 'taken';
-    const failAll = (error: unknown): AppendOutcome[] => group.map(() => ({ kind: 'failed', error }));
+    const requests: AppendRequest[] = [];
+    for (const entry of group) {
+      entry.phase = 'taken';
+      requests.push(entry.request);
+    }
     let outcomes: AppendOutcome[] | Promise<AppendOutcome[]>;
     try {
-      outcomes = this.port.commit(group.map((entry) => entry.request));
+      outcomes = this.port.commit(requests);
     } catch (error) {
-      outcomes = failAll(error);
+      outcomes = failAll(group, error);
     }
     if (Array.isArray(outcomes)) {
       this.#finishGroup(group, release, outcomes);
@@ -296,7 +353,7 @@ export class GroupCommitQueue {
     this.#armTimers(group);
     return outcomes.then(
       (settled) => this.#finishGroup(group, release, settled),
-      (error: unknown) => this.#finishGroup(group, release, failAll(error)),
+      (error: unknown) => this.#finishGroup(group, release, failAll(group, error)),
     );
   }
 
@@ -304,15 +361,17 @@ export class GroupCommitQueue {
   #finishGroup(group: Entry[], release: ReleaseLock, outcomes: AppendOutcome[]): void {
     const unlockError = release();
     const committed: DurableAppendResult[] = [];
-    const deferred: Entry[] = [];
-    group.forEach((entry, index) => {
+    let deferred: Entry[] | undefined;
+    for (let index = 0; index < group.length; index++) {
+      // SAFETY: `index` is within `group`.
+      const entry = group[index] as Entry;
       const outcome = outcomes[index] ?? { kind: 'failed', error: new Error('missing commit outcome') };
       if (outcome.kind === 'deferred') {
-        if (entry.phase === 'taken') deferred.push(entry);
-        return;
+        if (entry.phase === 'taken') (deferred ??= []).push(entry);
+        continue;
       }
       if (outcome.kind === 'committed') committed.push(outcome.result);
-      if (!this.#settle(entry)) return;
+      if (!this.#settle(entry)) continue;
       if (outcome.kind === 'failed') entry.reject(outcome.error);
       // The flush is synchronous, so timers cannot fire during it: a commit that ended past the
       // deadline reports the timeout now rather than a late success.
@@ -329,10 +388,12 @@ export class GroupCommitQueue {
           ),
         );
       }
-    });
-    // Deferred appends go back to the front, still in arrival order, for the next group.
-    for (const entry of deferred) entry.phase = 'queued';
-    this.#pending.unshift(...deferred);
+    }
+    if (deferred !== undefined) {
+      // Deferred appends go back to the front, still in arrival order, for the next group.
+      for (const entry of deferred) entry.phase = 'queued';
+      this.#pending.unshift(...deferred);
+    }
     if (committed.length > 0) this.port.committed(committed);
   }
 }
