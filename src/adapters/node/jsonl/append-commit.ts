@@ -42,7 +42,7 @@ export function commitAppendGroup(
   hooks: StoreTestHooks,
 ): AppendOutcome[] | Promise<AppendOutcome[]> {
   // A cancelled append was already rejected by the queue; this outcome is never reported.
-  if (requests.every((request) => request.cancelled)) return requests.map(() => CANCELLED);
+  if (allCancelled(requests)) return requests.map(() => CANCELLED);
   let reading: Promise<void> | undefined;
   try {
     reading = target.log.catchUp();
@@ -56,6 +56,11 @@ export function commitAppendGroup(
   );
 }
 
+function allCancelled(requests: readonly AppendRequest[]): boolean {
+  for (const request of requests) if (!request.cancelled) return false;
+  return true;
+}
+
 /** Steps 2 and 3 of the module header, once the cache is current. */
 function judgeAndWrite(
   target: CommitTarget,
@@ -63,7 +68,7 @@ function judgeAndWrite(
   clock: () => number,
   hooks: StoreTestHooks,
 ): AppendOutcome[] {
-  const outcomes: AppendOutcome[] = requests.map(() => CANCELLED);
+  const outcomes: AppendOutcome[] = new Array<AppendOutcome>(requests.length).fill(CANCELLED);
   let lease: LeaseState | null;
   try {
     lease = target.lease.read();
@@ -76,11 +81,13 @@ function judgeAndWrite(
   const spans: BatchSpan[] = [];
   const accepted: Array<{ index: number; result: DurableAppendResult }> = [];
   let groupBytes = 0;
-  requests.forEach((request, index) => {
-    if (request.cancelled) return;
+  for (let index = 0; index < requests.length; index++) {
+    // SAFETY: `index` is within `requests`.
+    const request = requests[index] as AppendRequest;
+    if (request.cancelled) continue;
     if (groupBytes >= MAX_GROUP_BYTES) {
       outcomes[index] = { kind: 'deferred' };
-      return;
+      continue;
     }
     try {
       const encodings: string[] = [];
@@ -116,7 +123,7 @@ function judgeAndWrite(
     } catch (error) {
       outcomes[index] = { kind: 'failed', error };
     }
-  });
+  }
   if (accepted.length === 0) return outcomes;
   try {
     // SAFETY: `accepted` is non-empty, so `lines` is too.

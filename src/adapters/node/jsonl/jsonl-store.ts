@@ -122,6 +122,8 @@ export class JsonlDurableEventStore
   readonly #clock: () => number;
   readonly #hooks: StoreTestHooks;
   readonly #handles = new Map<string, SessionHandle>();
+  /** The handle last moved to the end of {@link #handles} (the most recently used one). */
+  #lastUsed: SessionHandle | undefined;
 
   /** Throws `DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS')` for invalid options. */
   constructor(storageRoot: string, options: JsonlDurableEventStoreOptions = {}) {
@@ -142,8 +144,12 @@ export class JsonlDurableEventStore
   #handle(id: SessionId): SessionHandle {
     const handle = this.#handles.get(id);
     if (handle !== undefined) {
-      this.#handles.delete(id);
-      this.#handles.set(id, handle);
+      // Least recently used order: move the handle to the end of the map, unless it is already there.
+      if (handle !== this.#lastUsed) {
+        this.#handles.delete(id);
+        this.#handles.set(id, handle);
+        this.#lastUsed = handle;
+      }
       return handle;
     }
     const created = createSessionHandle(this.storageRoot, id, {
@@ -153,6 +159,7 @@ export class JsonlDurableEventStore
       hooks: this.#hooks,
     });
     this.#handles.set(id, created);
+    this.#lastUsed = created;
     this.#evictIdle(created);
     return created;
   }

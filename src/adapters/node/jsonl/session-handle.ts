@@ -30,7 +30,7 @@ import { SessionLedger } from './ledger-file.js';
 import { enterProcessQueue, tryEnterProcessQueue } from './process-queue.js';
 import { SessionLog } from './session-file.js';
 import { sessionPaths, type SessionPaths } from './session-paths.js';
-import { notifyCommitted } from './watch-registry.js';
+import { isWatched, notifyCommitted } from './watch-registry.js';
 
 /** Per-session state of one store object. */
 export interface SessionHandle {
@@ -84,6 +84,8 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
       lock: (signal) => lockSession(handle, config.lockTimeoutMs, signal, Number.POSITIVE_INFINITY),
       commit: (requests) => commitAppendGroup(handle, requests, config.clock, config.hooks),
       committed: (results) => {
+        // Nobody in this process watches the log: no notice to build (the identity is a string of a bigint).
+        if (!isWatched(paths.log)) return;
         const identity = handle.log.identity;
         for (const result of results) {
           notifyCommitted(paths.log, { sessionId: id, lastSequence: result.lastSequence }, identity);

@@ -192,6 +192,11 @@ export function notifyCommitted(file: string, notice: FileNotice, identity: stri
   deliver(entry, notice);
 }
 
+/** True when some listener of this process watches `file` (else {@link notifyCommitted} has nothing to do). */
+export function isWatched(file: string): boolean {
+  return entries.has(file);
+}
+
 /** Whether `file` has listeners and an open `fs.watch` handle. For tests and diagnostics. */
 export function fileWatchState(file: string): { listeners: number; watching: boolean } {
   const entry = entries.get(file);
