@@ -3,7 +3,7 @@
  * one shared write), cancellation while queued, watchers, page reads through the batch index,
  * catch-up between two store objects, file names and modes, and the session cache bound.
  */
-import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readdirSync, statSync, existsSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processQueueState } from '../../src/adapters/node/jsonl/process-queue.js';
@@ -333,5 +333,25 @@ describe('files', () => {
     }
     await store.close();
     expect(await store.getHeadSequence(SessionId('many-0'))).toBe(1);
+  });
+
+  it('closes the least recently used session first; appending again to the last used one keeps it cached', async () => {
+    const store = new JsonlDurableEventStore(root);
+    const id = (i: number): SessionId => SessionId(`lru-${i}`);
+    for (let i = 0; i < MAX_CACHED_SESSIONS; i++) await store.append(id(i), [tagDraft(`l${i}`)]);
+    // lru-0 becomes the most recently used, and is used again while it is already the last used.
+    await store.append(id(0), [tagDraft('again')]);
+    await store.append(id(0), [tagDraft('and again')]);
+    // One session more: the least recently used idle one (lru-1) is closed, lru-0 stays cached.
+    await store.append(id(MAX_CACHED_SESSIONS), [tagDraft('one more')]);
+    // Break the first line of both logs in place. A cached session only reads what was appended
+    // after its validated size, so it does not notice; a closed one validates the whole file again.
+    for (const i of [0, 1]) {
+      const fd = openSync(store.pathsOf(id(i)).log, 'r+');
+      writeSync(fd, 'X', 1);
+      closeSync(fd);
+    }
+    expect((await store.append(id(0), [tagDraft('still cached')])).lastSequence).toBe(4);
+    await expect(store.append(id(1), [tagDraft('reopened')])).rejects.toMatchObject({ code: 'DURABLE_EVENT_CORRUPT_LOG' });
   });
 });
