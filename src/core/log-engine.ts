@@ -221,18 +221,31 @@ export interface AppendPlanInput {
 
 /**
  * Encoded sizes (UTF-8 bytes of `JSON.stringify`) of the envelopes {@link planAppend} built in
- * this process, keyed by the envelope object a store hands back in its append result. Only a hint:
- * an envelope that came from a read, another process or a copy is simply not in it.
+ * this process, keyed by the `events` array of the plan (one entry per append, not per event),
+ * which a store hands back in its append result. Only a hint: events that came from a read,
+ * another process or a copy are simply not in it.
  */
-const plannedSizes = new WeakMap<DurableEventEnvelope, number>();
+const plannedSizes = new WeakMap<readonly DurableEventEnvelope[], readonly number[]>();
 
 /**
- * The encoded size {@link planAppend} measured for `event` when this very object was planned
- * here, else `undefined` (measure it yourself). Lets the journal's checkpoint policy count bytes
- * without encoding every appended event a second time.
+ * The encoded sizes {@link planAppend} measured for `events` (index by index) when this very array
+ * was planned here, else `undefined` (measure them yourself). Lets the journal's checkpoint policy
+ * count bytes without encoding every appended event a second time.
  */
-export function plannedEncodedBytes(event: DurableEventEnvelope): number | undefined {
-  return plannedSizes.get(event);
+export function plannedEncodedBytes(events: readonly DurableEventEnvelope[]): readonly number[] | undefined {
+  return plannedSizes.get(events);
+}
+
+/** `toISOString()` of the last time a plan was stamped with (appends often share a millisecond). */
+let lastStampMs = Number.NaN;
+let lastStamp = '';
+
+function isoOf(ms: number): string {
+  if (ms !== lastStampMs) {
+    lastStamp = new Date(ms).toISOString();
+    lastStampMs = ms;
+  }
+  return lastStamp;
 }
 
 /** Default event ID source: a random UUID. */
@@ -248,11 +261,12 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
   const expected = checkExpectedLastSequence(input.options?.expectedLastSequence);
   checkFence(input.lease, input.options?.executionFence, input.nowMs);
   checkPrecondition(expected, input.head);
-  const recordedAt = new Date(input.nowMs).toISOString();
+  const recordedAt = isoOf(input.nowMs);
   const nextId = input.newEventId ?? randomEventId;
   const base = input.head ?? 0;
   let batchBytes = 0;
   const encodings: string[] = [];
+  const sizes: number[] = [];
   const events = input.drafts.map((draft, index) => {
     const { occurredAt, ...rest } = draft;
     // SAFETY: the draft was validated per type; adding store fields keeps the discriminant.
@@ -276,7 +290,7 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
       );
     }
     batchBytes += bytes;
-    plannedSizes.set(envelope, bytes);
+    sizes[index] = bytes;
     return envelope;
   });
   if (batchBytes > MAX_BATCH_BYTES) {
@@ -289,6 +303,7 @@ export function planAppend(input: AppendPlanInput): DurableAppendResult {
   const last = events[events.length - 1];
   if (last === undefined) throw invalidInput('an append needs at least one event');
   input.encodings?.push(...encodings);
+  plannedSizes.set(events, sizes);
   return { previousSequence: input.head, lastSequence: last.sequence, events };
 }
 

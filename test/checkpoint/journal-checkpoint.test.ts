@@ -102,6 +102,18 @@ describe('journal from a checkpoint', () => {
     expect(reopened.getRecoveryPlan()).toEqual(journal.getRecoveryPlan());
   });
 
+  it('counts the bytes of committed events: a large output makes a checkpoint due long before the event count', async () => {
+    const store = new MemoryDurableEventStore();
+    const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000, everyBytes: 20_000 } });
+    await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
+    await journal.commit({ commandId: CommandId('small'), events: cycle(0) });
+    await journal.flushCheckpoints();
+    expect(await store.readCheckpoint(sessionId)).toBeNull(); // 6 small events: far below 20 KB
+    await journal.commit({ commandId: CommandId('large'), events: cycle(1, 'x'.repeat(25_000)) });
+    await journal.flushCheckpoints();
+    expect((await store.readCheckpoint(sessionId))?.sequence).toBe(11);
+  });
+
   it('alternates two encoding buffers without corrupting any checkpoint it wrote', async () => {
     const store = new MemoryDurableEventStore();
     const lent: Uint8Array[] = [];

@@ -21,6 +21,7 @@ import {
   parseLeaseState,
   planAppend,
   planRead,
+  plannedEncodedBytes,
   validateDraftBatch,
   type LeaseState,
 } from '../../src/core/log-engine.js';
@@ -149,6 +150,18 @@ describe('planAppend', () => {
       { schemaVersion: 4, eventId: 'event-1', sequence: 5, sessionId, ...markerDraft('a'), recordedAt, occurredAt: recordedAt },
       { schemaVersion: 4, eventId: 'event-2', sequence: 6, sessionId, ...markerDraft('b'), recordedAt, occurredAt },
     ]);
+  });
+
+  it('stamps each plan with its own clock reading, and remembers the encoded size of every planned event', () => {
+    const first = planAppend({ ...base, drafts: [markerDraft('a'), markerDraft('ü€')] });
+    const later = planAppend({ ...base, drafts: [markerDraft('b')], nowMs: NOW + 1 });
+    const again = planAppend({ ...base, drafts: [markerDraft('c')] });
+    expect(first.events[0]?.recordedAt).toBe(new Date(NOW).toISOString());
+    expect(later.events[0]?.recordedAt).toBe(new Date(NOW + 1).toISOString());
+    expect(again.events[0]?.recordedAt).toBe(new Date(NOW).toISOString());
+    expect(plannedEncodedBytes(first.events)).toEqual(first.events.map((event) => Buffer.byteLength(JSON.stringify(event))));
+    // Only the very array a plan returned carries the hint; a copy does not.
+    expect(plannedEncodedBytes([...first.events])).toBeUndefined();
   });
 
   it('uses random UUID event IDs by default', () => {

@@ -257,11 +257,14 @@ export class JournalLog {
     // The running digest only feeds checkpoints: a journal that never writes one skips it.
     if (!this.#writesCheckpoints) return;
     let digest = this.#digest;
-    for (const event of events) {
+    // The store's append measured its own envelopes (same process); anything else (a page read,
+    // a remote store) is plain JSON, and the native serialiser is the cheap size estimate.
+    const sizes = plannedEncodedBytes(events);
+    for (let index = 0; index < events.length; index++) {
+      // SAFETY: index < length.
+      const event = events[index] as DurableEventEnvelope;
       digest = chainDigest(digest, event);
-      // The store's append measured its own envelopes (same process); anything else (a page read,
-      // a remote store) is plain JSON, and the native serialiser is the cheap size estimate.
-      this.#sinceBytes += plannedEncodedBytes(event) ?? JSON.stringify(event).length;
+      this.#sinceBytes += sizes?.[index] ?? JSON.stringify(event).length;
     }
     this.#digest = digest;
     this.#anchorEvent = last;
