@@ -99,6 +99,33 @@ async function interleave(slices: number, warmSlices: number, baseline: () => Pr
   return { baselineMs, subjectMs };
 }
 
+/**
+ * The part of a Request no ledger can avoid: the scripted model's two streamed calls (read to the
+ * end) and the tool's handler, with no store, journal or Session. Printed next to each Request row
+ * as a floor: a Session cannot cost less than its appends plus this.
+ */
+async function modelAndToolOnly(): Promise<void> {
+  const { model } = agent();
+  const user = { role: 'user' as const, content: [{ type: 'text' as const, text: 'What is the answer?' }] };
+  const prompts = [
+    [user],
+    [
+      user,
+      { role: 'assistant' as const, content: [{ type: 'tool-call' as const, toolCallId: 'call-1', toolName: 'lookup', input: '{"key":"answer"}' }] },
+      {
+        role: 'tool' as const,
+        content: [{ type: 'tool-result' as const, toolCallId: 'call-1', toolName: 'lookup', output: { type: 'json' as const, value: { key: 'answer', value: 42 } } }],
+      },
+    ],
+  ];
+  for (const prompt of prompts) {
+    const { stream } = await model.doStream({ prompt });
+    const reader = stream.getReader();
+    for (;;) if ((await reader.read()).done) break;
+  }
+  await lookup.execute({ key: 'answer' }, undefined as never);
+}
+
 interface Row {
   name: string;
   subject: string;
@@ -107,6 +134,7 @@ interface Row {
   target: number;
 }
 const rows: Row[] = [];
+const notes: string[] = [];
 const fmt = (value: number, digits = 0): string => value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 interface Backend {
@@ -138,6 +166,19 @@ async function benchTurn(backend: Backend): Promise<void> {
     },
   );
   const count = backend.slices * backend.requestsPerSlice;
+  const floor = await interleave(
+    backend.slices,
+    3,
+    async () => {
+      for (let i = 0; i < backend.requestsPerSlice; i++) await appendBatches(store, batches);
+    },
+    async () => {
+      for (let i = 0; i < backend.requestsPerSlice; i++) await modelAndToolOnly();
+    },
+  );
+  notes.push(
+    `${backend.name}: the model's two calls and the tool alone (no ledger) cost ${fmt(floor.subjectMs / count, 3)} ms/request, ${(floor.subjectMs / floor.baselineMs).toFixed(2)}x the appends: a Request cannot cost less than ${(1 + floor.subjectMs / floor.baselineMs).toFixed(2)}x`,
+  );
   rows.push({
     name: `${backend.name}: one Request (tool Turn + answer Turn, ${events} events in ${batches.length} commits) vs the same appends`,
     subject: `${fmt(subjectMs / count, 3)} ms/request`,
@@ -238,6 +279,7 @@ try {
   }
   console.log('');
   const allPass = printTable();
+  for (const note of notes) console.log(`information: ${note}`);
   console.log(`\n${allPass ? 'all targets met' : 'some targets missed'} in ${fmt((performance.now() - started) / 1000, 1)} s`);
 } finally {
   rmSync(root, { recursive: true, force: true });
