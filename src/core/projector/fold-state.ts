@@ -5,15 +5,15 @@
  * the previous one. The only mutable part is the {@link PersistentKeySet} of used IDs, which is
  * owned by one projector instance and forked (copy-on-write) by `clone()`.
  *
- * Used IDs live in one set, each kind under its own prefix (`ID_SPACE`), so that a Request and a
- * Turn may share a spelling without colliding.
+ * Used IDs live in one set, each kind under its own prefix (`ID_SPACE`, stored by kind: `ID_KIND`),
+ * so that a Request and a Turn may share a spelling without colliding.
  */
 import type { DurableReason } from '../../protocol/event-payloads.js';
 import type { DurableEventType } from '../../protocol/event-types.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { CommandId, EventId, EventSequence, RequestId, SessionId, TurnId } from '../../protocol/ids.js';
 import { seal, withEntry } from './frozen-data.js';
-import type { PersistentKeySet } from './persistent-key-set.js';
+import { KEY_PREFIXES, type KeyKind, type PersistentKeySet } from './persistent-key-set.js';
 import { projectionViolation, type DurableProjectionRule } from './projection-errors.js';
 import type {
   DurableActiveRequestView,
@@ -66,19 +66,31 @@ export const EMPTY_FOLD_STATE: FoldState = seal({
   recent: seal([]),
 });
 
-/** Prefixes of each ID kind inside the used-ID set. */
-export const ID_SPACE = {
-  event: 'e:',
-  request: 'r:',
-  turn: 't:',
-  modelAttempt: 'm:',
-  toolAttempt: 'a:',
-  permission: 'p:',
-  command: 'c:',
-  appliedInput: 'i:',
-} as const;
+/** Kind of each ID inside the used-ID set (an index of `KEY_PREFIXES`). */
+export const ID_KIND = {
+  event: 0,
+  request: 1,
+  turn: 2,
+  modelAttempt: 3,
+  toolAttempt: 4,
+  permission: 5,
+  command: 6,
+  appliedInput: 7,
+} as const satisfies Record<string, KeyKind>;
 
-export type IdSpace = keyof typeof ID_SPACE;
+export type IdSpace = keyof typeof ID_KIND;
+
+/** Prefixes of each ID kind inside the used-ID set: a key is spelled prefix + ID. */
+export const ID_SPACE = {
+  event: KEY_PREFIXES[ID_KIND.event],
+  request: KEY_PREFIXES[ID_KIND.request],
+  turn: KEY_PREFIXES[ID_KIND.turn],
+  modelAttempt: KEY_PREFIXES[ID_KIND.modelAttempt],
+  toolAttempt: KEY_PREFIXES[ID_KIND.toolAttempt],
+  permission: KEY_PREFIXES[ID_KIND.permission],
+  command: KEY_PREFIXES[ID_KIND.command],
+  appliedInput: KEY_PREFIXES[ID_KIND.appliedInput],
+} as const satisfies Record<IdSpace, string>;
 
 /** One event being folded, with the used-ID set it may claim IDs in. */
 export interface FoldContext {
@@ -91,14 +103,14 @@ export function reject(ctx: FoldContext, rule: DurableProjectionRule, message: s
   throw projectionViolation(ctx.event, rule, message);
 }
 
-/** True when `id` of kind `space` was used earlier in the log. */
-export function isUsed(ctx: FoldContext, space: IdSpace, id: string): boolean {
-  return ctx.ids.has(ID_SPACE[space] + id);
+/** True when `id` of kind `kind` (see `ID_KIND`) was used earlier in the log. */
+export function isUsed(ctx: FoldContext, kind: KeyKind, id: string): boolean {
+  return ctx.ids.hasKey(kind, id);
 }
 
-/** Records `id` of kind `space`, rejecting a reuse. */
-export function claimId(ctx: FoldContext, space: IdSpace, id: string, label: string): void {
-  if (!ctx.ids.add(ID_SPACE[space] + id)) reject(ctx, 'id_reused', `${label} ${id} was already used in this session`);
+/** Records `id` of kind `kind` (see `ID_KIND`), rejecting a reuse. */
+export function claimId(ctx: FoldContext, kind: KeyKind, id: string, label: string): void {
+  if (!ctx.ids.addKey(kind, id)) reject(ctx, 'id_reused', `${label} ${id} was already used in this session`);
 }
 
 /** The active Request named by the event, or a rejection. */

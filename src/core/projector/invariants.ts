@@ -51,6 +51,7 @@ import type { SessionId } from '../../protocol/ids.js';
 import { appended, seal } from './frozen-data.js';
 import {
   RECENT_EVENT_WINDOW,
+  ID_KIND,
   claimId,
   isUsed,
   reject,
@@ -112,7 +113,7 @@ export function foldParsed(
   const ctx: FoldContext = { event, ids };
   checkEnvelope(state, ctx, expectedSessionId);
   const next = dispatch(state, ctx, event);
-  claimId(ctx, 'event', event.eventId, 'event ID');
+  claimId(ctx, ID_KIND.event, event.eventId, 'event ID');
   return {
     ...next,
     sessionId: event.sessionId,
@@ -133,8 +134,8 @@ function checkEnvelope(state: FoldState, ctx: FoldContext, expectedSessionId: Se
   if (sessionId !== null && event.sessionId !== sessionId) {
     reject(ctx, 'session_mismatch', `event belongs to session ${event.sessionId}, not ${sessionId}`);
   }
-  if (isUsed(ctx, 'event', event.eventId)) reject(ctx, 'duplicate_event_id', `event ID ${event.eventId} repeats`);
-  if (event.causationEventId !== undefined && !isUsed(ctx, 'event', event.causationEventId)) {
+  if (isUsed(ctx, ID_KIND.event, event.eventId)) reject(ctx, 'duplicate_event_id', `event ID ${event.eventId} repeats`);
+  if (event.causationEventId !== undefined && !isUsed(ctx, ID_KIND.event, event.causationEventId)) {
     reject(ctx, 'causation_unknown', `causation ${event.causationEventId} is not an earlier event of this log`);
   }
   if (state.status === 'empty' && event.type !== 'session_created') {
@@ -143,10 +144,10 @@ function checkEnvelope(state: FoldState, ctx: FoldContext, expectedSessionId: Se
   if (state.status === 'closed') reject(ctx, 'session_lifecycle', 'the session is closed; no event may follow');
   const commandId = event.commandId;
   if (commandId !== undefined && commandId !== state.previousCommandId) {
-    if (isUsed(ctx, 'command', commandId)) {
+    if (isUsed(ctx, ID_KIND.command, commandId)) {
       reject(ctx, 'command_range', `command ${commandId} already ended; one command is one contiguous range`);
     }
-    claimId(ctx, 'command', commandId, 'command');
+    claimId(ctx, ID_KIND.command, commandId, 'command');
   }
 }
 

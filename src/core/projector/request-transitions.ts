@@ -11,6 +11,7 @@
 import type { DurableEventEnvelopeOf } from '../../protocol/events.js';
 import { appended, detach, seal } from './frozen-data.js';
 import {
+  ID_KIND,
   claimId,
   reject,
   requireActiveRequest,
@@ -29,7 +30,7 @@ export function foldRequestAccepted(
   if (state.activeRequest !== null) {
     reject(ctx, 'request_lifecycle', `Request ${state.activeRequest.requestId} is still active`);
   }
-  claimId(ctx, 'request', event.requestId, 'Request');
+  claimId(ctx, ID_KIND.request, event.requestId, 'Request');
   const data = event.data;
   const recoveryKind = data.recovery === undefined ? undefined : checkRecoveryProvenance(state, ctx, event);
   const request: DurableActiveRequestView = seal({
@@ -178,7 +179,7 @@ export function foldInputApplied(
       reject(ctx, 'input_applied', `input_applied names Turn ${event.turnId}, not the active ${request.activeTurn.turnId}`);
     }
   }
-  claimId(ctx, 'appliedInput', event.data.inputId, 'applied Input');
+  claimId(ctx, ID_KIND.appliedInput, event.data.inputId, 'applied Input');
   return withRequest(
     state,
     seal({

@@ -22,6 +22,7 @@ import type { SideEffect } from '../../protocol/event-payloads.js';
 import type { DurableEventEnvelopeOf } from '../../protocol/events.js';
 import { appended, detach, entriesOf, ownEntry, seal, withEntry, withoutEntry } from './frozen-data.js';
 import {
+  ID_KIND,
   claimId,
   reject,
   requireActiveTurn,
@@ -94,7 +95,7 @@ export function foldToolScheduled(
   if (sibling !== undefined) {
     reject(ctx, 'tool_lifecycle', `tool call ${data.toolCallId} was already scheduled as ${sibling.toolAttemptId}`);
   }
-  claimId(ctx, 'toolAttempt', event.toolAttemptId, 'tool attempt');
+  claimId(ctx, ID_KIND.toolAttempt, event.toolAttemptId, 'tool attempt');
   const modelInput = detach(data.modelInput);
   if (model.response !== undefined) {
     checkToolCallMatches(ctx, model.response, {
@@ -136,7 +137,7 @@ export function foldPermissionRequested(
     reject(ctx, 'permission', `tool attempt ${tool.toolAttemptId} is ${tool.status}; permission may only precede its start`);
   }
   const data = event.data;
-  claimId(ctx, 'permission', data.permissionRequestId, 'permission request');
+  claimId(ctx, ID_KIND.permission, data.permissionRequestId, 'permission request');
   const input = detach(data.input);
   const permission: DurablePermissionView = seal({
     permissionRequestId: data.permissionRequestId,

@@ -11,6 +11,7 @@
 import type { DurableEventEnvelopeOf } from '../../protocol/events.js';
 import { appended, detach, entriesOf, ownEntry, seal, withEntry } from './frozen-data.js';
 import {
+  ID_KIND,
   claimId,
   reject,
   requireActiveRequest,
@@ -42,7 +43,7 @@ export function foldTurnStarted(
   if (event.data.turn !== request.lastTurn + 1) {
     reject(ctx, 'turn_number', `turn ${event.data.turn} does not follow the last Turn number ${request.lastTurn}`);
   }
-  claimId(ctx, 'turn', event.turnId, 'Turn');
+  claimId(ctx, ID_KIND.turn, event.turnId, 'Turn');
   const turn: DurableActiveTurnView = seal({
     turnId: event.turnId,
     turn: event.data.turn,
@@ -96,7 +97,7 @@ export function foldModelStarted(
   if (running !== undefined) {
     reject(ctx, 'model_lifecycle', `model attempt ${running.modelAttemptId} of this Turn is still running`);
   }
-  claimId(ctx, 'modelAttempt', event.modelAttemptId, 'model attempt');
+  claimId(ctx, ID_KIND.modelAttempt, event.modelAttemptId, 'model attempt');
   const attempt: DurableModelAttemptView = seal({
     modelAttemptId: event.modelAttemptId,
     status: 'started',
