@@ -47,8 +47,8 @@
  */
 import { fastParseEnvelope } from '../../protocol/draft-fast-path.js';
 import { safeParseDurableEventEnvelope, type DurableEventEnvelope } from '../../protocol/events.js';
-import type { SessionId } from '../../protocol/ids.js';
-import { appended, seal } from './frozen-data.js';
+import type { RequestId, SessionId, TurnId } from '../../protocol/ids.js';
+import { seal } from './frozen-data.js';
 import {
   RECENT_EVENT_WINDOW,
   ID_KIND,
@@ -114,11 +114,16 @@ export function foldParsed(
   checkEnvelope(state, ctx, expectedSessionId);
   const next = dispatch(state, ctx, event);
   claimId(ctx, ID_KIND.event, event.eventId, 'event ID');
+  // Every field spelled out, in the order of EMPTY_FOLD_STATE (checkpoints serialise it).
   return {
-    ...next,
     sessionId: event.sessionId,
+    status: next.status,
     headSequence: event.sequence,
     lastEventId: event.eventId,
+    activeRequest: next.activeRequest,
+    completedRequests: next.completedRequests,
+    lastRequest: next.lastRequest,
+    closedReason: next.closedReason,
     previousCommandId: event.commandId,
     recent: remember(state.recent, event),
   };
@@ -144,10 +149,10 @@ function checkEnvelope(state: FoldState, ctx: FoldContext, expectedSessionId: Se
   if (state.status === 'closed') reject(ctx, 'session_lifecycle', 'the session is closed; no event may follow');
   const commandId = event.commandId;
   if (commandId !== undefined && commandId !== state.previousCommandId) {
-    if (isUsed(ctx, ID_KIND.command, commandId)) {
+    // `addKey` is false exactly when the command was used before (and claims it otherwise).
+    if (!ctx.ids.addKey(ID_KIND.command, commandId)) {
       reject(ctx, 'command_range', `command ${commandId} already ended; one command is one contiguous range`);
     }
-    claimId(ctx, ID_KIND.command, commandId, 'command');
   }
 }
 
@@ -199,15 +204,22 @@ function dispatch(state: FoldState, ctx: FoldContext, event: DurableEventEnvelop
 }
 
 function remember(recent: readonly RecentEvent[], event: DurableEventEnvelope): readonly RecentEvent[] {
+  const type = event.type;
+  // SAFETY: plain reads; an envelope type without `requestId` / `turnId` reads `undefined`, as `in` would.
+  const fields = event as { readonly requestId?: RequestId; readonly turnId?: TurnId };
   const entry: RecentEvent = seal({
-    type: event.type,
+    type,
     commandId: event.commandId,
-    requestId: 'requestId' in event ? event.requestId : undefined,
-    turnId: 'turnId' in event ? event.turnId : undefined,
-    turn: event.type === 'turn_started' || event.type === 'turn_completed' || event.type === 'turn_aborted'
-      ? event.data.turn
-      : undefined,
+    requestId: fields.requestId,
+    turnId: fields.turnId,
+    turn: type === 'turn_started' || type === 'turn_completed' || type === 'turn_aborted' ? event.data.turn : undefined,
   });
-  const kept = recent.length >= RECENT_EVENT_WINDOW ? recent.slice(recent.length - RECENT_EVENT_WINDOW + 1) : recent;
-  return appended(kept, entry);
+  const length = recent.length;
+  // The last RECENT_EVENT_WINDOW - 1 entries plus this one, in one new array.
+  const kept: RecentEvent[] = [];
+  for (let index = Math.max(0, length - RECENT_EVENT_WINDOW + 1); index < length; index++) {
+    kept.push(recent[index] as RecentEvent);
+  }
+  kept.push(entry);
+  return seal(kept);
 }
