@@ -15,6 +15,7 @@ import {
   claimId,
   reject,
   requireActiveRequest,
+  updateRequest,
   withRequest,
   type FoldContext,
   type FoldState,
@@ -117,7 +118,7 @@ export function foldRequestStarted(
   if (request.status !== 'accepted') reject(ctx, 'request_lifecycle', `Request ${request.requestId} already started`);
   return withRequest(
     state,
-    seal({ ...request, status: 'started', startedEventId: event.eventId, latestBoundaryEventId: event.eventId }),
+    updateRequest(request, { status: 'started', startedEventId: event.eventId, latestBoundaryEventId: event.eventId }),
   );
 }
 
@@ -182,8 +183,7 @@ export function foldInputApplied(
   claimId(ctx, ID_KIND.appliedInput, event.data.inputId, 'applied Input');
   return withRequest(
     state,
-    seal({
-      ...request,
+    updateRequest(request, {
       appliedInputIds: appended(request.appliedInputIds, event.data.inputId),
       inputAppliedSinceLastTurn: request.activeTurn === null ? true : request.inputAppliedSinceLastTurn,
       latestBoundaryEventId: event.eventId,

@@ -26,6 +26,7 @@ import {
   claimId,
   reject,
   requireActiveTurn,
+  updateTurn,
   withTool,
   withTurn,
   type FoldContext,
@@ -158,8 +159,7 @@ export function foldPermissionRequested(
   return withTurn(
     state,
     request,
-    seal({
-      ...turn,
+    updateTurn(turn, {
       toolAttempts: withEntry(turn.toolAttempts, updated.toolAttemptId, updated),
       permissions: withEntry(turn.permissions, permission.permissionRequestId, permission),
     }),
@@ -196,8 +196,7 @@ export function foldPermissionResolved(
   return withTurn(
     state,
     request,
-    seal({
-      ...turn,
+    updateTurn(turn, {
       toolAttempts: withEntry(turn.toolAttempts, updated.toolAttemptId, updated),
       permissions: withoutEntry(turn.permissions, permission.permissionRequestId),
     }),

@@ -16,6 +16,8 @@ import {
   reject,
   requireActiveRequest,
   requireActiveTurn,
+  updateRequest,
+  updateTurn,
   withRequest,
   withTurn,
   type FoldContext,
@@ -53,7 +55,7 @@ export function foldTurnStarted(
     toolAttempts: seal({}),
     permissions: seal({}),
   });
-  return withRequest(state, seal({ ...request, activeTurn: turn, inputAppliedSinceLastTurn: false }));
+  return withRequest(state, updateRequest(request, { activeTurn: turn, inputAppliedSinceLastTurn: false }));
 }
 
 /** Folds `turn_completed` / `turn_aborted`: the same blocking rules apply to both. */
@@ -76,8 +78,7 @@ export function foldTurnTerminal(
   }
   return withRequest(
     state,
-    seal({
-      ...request,
+    updateRequest(request, {
       activeTurn: null,
       lastTurn: turn.turn,
       lastTurnEventId: event.eventId,
@@ -107,7 +108,7 @@ export function foldModelStarted(
     startedEventId: event.eventId,
     eventIds: seal([event.eventId]),
   });
-  return withTurn(state, request, seal({ ...turn, modelAttempts: withEntry(turn.modelAttempts, attempt.modelAttemptId, attempt) }));
+  return withTurn(state, request, updateTurn(turn, { modelAttempts: withEntry(turn.modelAttempts, attempt.modelAttemptId, attempt) }));
 }
 
 /** Folds a model terminal event: the attempt belongs to the active Turn and is still `started`. */
@@ -142,5 +143,5 @@ export function foldModelTerminal(
       settled = seal({ ...attempt, status: 'aborted', reason: event.data.reason, eventIds });
       break;
   }
-  return withTurn(state, request, seal({ ...turn, modelAttempts: withEntry(turn.modelAttempts, settled.modelAttemptId, settled) }));
+  return withTurn(state, request, updateTurn(turn, { modelAttempts: withEntry(turn.modelAttempts, settled.modelAttemptId, settled) }));
 }
