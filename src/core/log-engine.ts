@@ -236,6 +236,28 @@ export function plannedEncodedBytes(events: readonly DurableEventEnvelope[]): re
   return plannedSizes.get(events);
 }
 
+/** Arrays of envelopes an adapter marked as fully parsed in this process (see {@link markParsedEnvelopes}). */
+const parsedEnvelopeArrays = new WeakSet<readonly DurableEventEnvelope[]>();
+
+/**
+ * For adapters: marks `events` as an array whose every element passed the full envelope parser
+ * (`parseDurableEventEnvelope`) in this process, or is a copy of an envelope that did or that
+ * {@link planAppend} built from validated drafts, handed out fresh to the caller. A journal folding such an array skips its own schema pass (every lifecycle
+ * rule still applies). Never mark envelopes trusted from a cache or from another process.
+ */
+export function markParsedEnvelopes<T extends readonly DurableEventEnvelope[]>(events: T): T {
+  parsedEnvelopeArrays.add(events);
+  return events;
+}
+
+/**
+ * True when `events` is an array {@link planAppend} built in this process (valid by construction)
+ * or one an adapter marked with {@link markParsedEnvelopes}.
+ */
+export function areParsedEnvelopes(events: readonly DurableEventEnvelope[]): boolean {
+  return parsedEnvelopeArrays.has(events) || plannedSizes.has(events);
+}
+
 /** `toISOString()` of the last time a plan was stamped with (appends often share a millisecond). */
 let lastStampMs = Number.NaN;
 let lastStamp = '';
@@ -390,6 +412,7 @@ export function buildReadPage(
           plan.maxBytes,
         );
   const events = fits === loaded.length ? loaded : loaded.slice(0, fits);
+  if (events !== loaded && parsedEnvelopeArrays.has(loaded)) parsedEnvelopeArrays.add(events);
   const last = events[events.length - 1];
   const nextCursor = last?.sequence ?? plan.after ?? null;
   return { events, nextCursor, headSequence: head, hasMore: head !== null && (nextCursor ?? 0) < head };

@@ -19,6 +19,7 @@ import {
 } from '../../core/checkpoint/contract.js';
 import {
   buildReadPage,
+  markParsedEnvelopes,
   checkFence,
   checkReadCursor,
   checkSessionId,
@@ -202,7 +203,8 @@ export class MemoryDurableEventStore
     const head = state === undefined ? null : this.#head(state);
     checkReadCursor(plan.after, head);
     const start = plan.after ?? 0; // sequence n sits at index n - 1
-    const page = events.slice(start, start + plan.limit).map((e) => structuredClone(e));
+    // Copies of events `planAppend` built from validated drafts: valid envelopes by construction.
+    const page = markParsedEnvelopes(events.slice(start, start + plan.limit).map((e) => structuredClone(e)));
     return buildReadPage(page, plan, head);
   }
 

@@ -46,6 +46,7 @@ import {
 } from '../../core/durability/ledger-engine.js';
 import {
   buildReadPage,
+  markParsedEnvelopes,
   checkFence,
   checkReadCursor,
   checkSessionId,
@@ -757,7 +758,8 @@ export class PostgresDurableEventStore
     if (present.length !== expected) {
       throw this.#corrupt(id, `expected ${expected} events after ${after}, found ${present.length} (sequence gap)`);
     }
-    const events = present.map((row, index) => this.#decode(id, row.sequence, row.body, after + index + 1));
+    // Every row went through the full envelope parser just now: the journal need not parse them again.
+    const events = markParsedEnvelopes(present.map((row, index) => this.#decode(id, row.sequence, row.body, after + index + 1)));
     return buildReadPage(events, plan, head);
   }
 

@@ -28,6 +28,7 @@
  */
 import {
   buildReadPage,
+  markParsedEnvelopes,
   checkFence,
   checkReadCursor,
   checkSessionId,
@@ -312,7 +313,8 @@ export class SqlEventLog {
       if (page.found !== expectedCount || page.rows.length !== page.sizes.length) {
         throw corrupt(id, `expected ${expectedCount} events after ${after}, found ${page.found} (sequence gap)`);
       }
-      const events = page.rows.map((row, index) => this.#decode(id, row, after + index + 1));
+      // Every row went through the full envelope parser just now: the journal need not parse them again.
+      const events = markParsedEnvelopes(page.rows.map((row, index) => this.#decode(id, row, after + index + 1)));
       return buildReadPage(events, plan, head, page.sizes);
     });
   }

@@ -24,7 +24,7 @@ import { DurableEventProjectionError, DurableEventStoreError, DurableSessionJour
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
-import { plannedEncodedBytes } from '../log-engine.js';
+import { areParsedEnvelopes, plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
 import { anchorOf, chainDigest, encodeCheckpointAdding } from '../checkpoint/codec.js';
 import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointStore } from '../checkpoint/contract.js';
@@ -210,6 +210,7 @@ export class JournalLog {
         'read',
       );
       let events = page.events;
+      const parsed = areParsedEnvelopes(events);
       if (anchored) {
         const first = events[0];
         if (first === undefined || first.sequence !== head || first.eventId !== this.#lastEventId) {
@@ -228,7 +229,7 @@ export class JournalLog {
         return;
       }
       this.#checkPage(events);
-      this.fold(events);
+      this.fold(events, parsed);
       if (!page.hasMore) return;
     }
   }
@@ -247,8 +248,11 @@ export class JournalLog {
   }
 
   /** Folds events that continue the loaded head (checked by the caller) into the view. */
-  fold(events: readonly DurableEventEnvelope[]): void {
-    this.projector.apply(events);
+  fold(events: readonly DurableEventEnvelope[], parsed = areParsedEnvelopes(events)): void {
+    // Envelopes the store parsed in full (or planned) in this process skip the projector's schema
+    // pass; every lifecycle rule still applies.
+    if (parsed) this.projector.applyParsed(events);
+    else this.projector.apply(events);
     this.index.observe(events);
     const last = events[events.length - 1];
     if (last === undefined) return;

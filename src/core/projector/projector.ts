@@ -96,7 +96,8 @@ export class DurableSessionProjector {
 
   /**
    * `apply` for envelopes the caller built from strictly parsed drafts plus well-formed store
-   * fields (internal: the journal's preview); skips only the envelope schema check.
+   * fields (internal: the journal's preview), or that a store parsed in full in this process
+   * (`markParsedEnvelopes`); skips only the envelope schema check.
    */
   applyParsed(events: readonly DurableEventEnvelope[]): void {
     this.#apply(events, foldParsed);
