@@ -3,8 +3,17 @@
  *
  * Layout (little-endian): `"ALCP"` magic, u32 header length, the header as UTF-8 JSON, zero
  * padding to a multiple of 8, the key filter (`keyCount` float64 hashes, sorted), and a float64
- * checksum (`hashBytes`) of everything before it. A record that fails any check decodes to a
- * reason string, never to a partial checkpoint.
+ * checksum of everything before it. A record that fails any check decodes to a reason string,
+ * never to a partial checkpoint.
+ *
+ * The checksum (format 2) is the hash of the bytes before the filter, continued with the filter's
+ * order-independent word sum (`addWords`) and finished to 53 bits. The journal keeps that sum with
+ * its filter and adds only the new hashes, so a write no longer hashes every key again (format 1
+ * hashed all the bytes: O(total) per checkpoint). A changed byte anywhere is still detected: in the
+ * header region by the byte hash, in a filter entry because the sum's mix is a bijection, and a
+ * reordered filter by the sortedness check. Format 2 also hashes keys with `hashKey` (two code
+ * units per round) instead of `hashString`, so format-1 filters cannot be read: such a record is
+ * discarded as an unknown format and the next open folds the log and writes a format-2 one.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
@@ -13,11 +22,11 @@ import type { CommandIndexCheckpoint, CommandRange } from '../journal/command-in
 import type { FoldState, RecentEvent } from '../projector/fold-state.js';
 import { detach, seal } from '../projector/frozen-data.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import { feedHashJoined, hashBytes, hashString, type RunningHashState } from './hash.js';
+import { feedHashJoined, feedWordSum, finishHash, hashBytes, hashBytesState, hashString, type RunningHashState } from './hash.js';
 import { HashedKeyFilter } from './key-filter.js';
 
 /** Version of this byte layout. */
-export const CHECKPOINT_FORMAT = 1;
+export const CHECKPOINT_FORMAT = 2;
 const MAGIC = [0x41, 0x4c, 0x43, 0x50];
 
 /** Everything a checkpoint restores, decoded. */
@@ -126,8 +135,13 @@ export function encodeCheckpointAdding(
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
   view.setUint32(4, headerBytes.length, true);
   bytes.set(headerBytes, 8);
-  view.setFloat64(total - 8, hashBytes(bytes.subarray(0, total - 8)), true);
+  view.setFloat64(total - 8, checksumOf(bytes.subarray(0, total - 8 - keys.size * 8), keys), true);
   return { record: { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data: bytes }, keys };
+}
+
+/** The format-2 checksum: `prefix` (magic, header, padding) hashed, then the filter's word sum. */
+function checksumOf(prefix: Uint8Array, keys: HashedKeyFilter): number {
+  return finishHash(feedWordSum(hashBytesState(prefix), keys.sum));
 }
 
 const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
@@ -140,11 +154,16 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
   // Work on an aligned private copy (the float64 views need 8-byte alignment).
   const bytes = data.byteOffset % 8 === 0 ? data : data.slice();
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (view.getFloat64(bytes.length - 8, true) !== hashBytes(bytes.subarray(0, bytes.length - 8))) {
-    return 'corrupt: checksum mismatch';
-  }
   const headerLength = view.getUint32(4, true);
-  if (8 + headerLength > bytes.length - 8) return 'corrupt: header length';
+  if (8 + headerLength > bytes.length - 8) return checksumFailure(bytes, view, 'corrupt: header length');
+  const keysOffset = Math.ceil((8 + headerLength) / 8) * 8;
+  const keyBytes = bytes.length - 8 - keysOffset;
+  if (keyBytes < 0 || keyBytes % 8 !== 0) return checksumFailure(bytes, view, 'corrupt: length');
+  const keys = HashedKeyFilter.fromSorted(new Float64Array(bytes.buffer, bytes.byteOffset + keysOffset, keyBytes / 8));
+  if (keys === null) return checksumFailure(bytes, view, 'corrupt: key filter not sorted');
+  if (view.getFloat64(bytes.length - 8, true) !== checksumOf(bytes.subarray(0, keysOffset), keys)) {
+    return checksumFailure(bytes, view, 'corrupt: checksum mismatch');
+  }
   let header: Header;
   try {
     header = JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes.subarray(8, 8 + headerLength))) as Header;
@@ -159,10 +178,7 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
     return 'corrupt: header fields';
   }
   if (header.sequence !== record.sequence || header.eventId !== record.eventId) return 'record position disagrees with its bytes';
-  const keysOffset = Math.ceil((8 + headerLength) / 8) * 8;
-  if (keysOffset + header.keyCount * 8 + 8 !== bytes.length) return 'corrupt: length';
-  const keys = HashedKeyFilter.fromSorted(new Float64Array(bytes.buffer, bytes.byteOffset + keysOffset, header.keyCount));
-  if (keys === null) return 'corrupt: key filter not sorted';
+  if (header.keyCount !== keys.size) return 'corrupt: length';
   const state = restoreFoldState(header.state);
   const commands = restoreCommands(header.commands);
   if (state === null || commands === null || !Array.isArray(header.digest) || !isInt(header.digest[0]) || !isInt(header.digest[1])) {
@@ -180,6 +196,14 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
     commands,
     keys,
   };
+}
+
+/**
+ * `reason` for a record that fails a format-2 check, unless it is an intact format-1 record (its
+ * checksum hashed every byte): that one is reported as an unknown format, not as corruption.
+ */
+function checksumFailure(bytes: Uint8Array, view: DataView, reason: string): string {
+  return view.getFloat64(bytes.length - 8, true) === hashBytes(bytes.subarray(0, bytes.length - 8)) ? 'unknown format' : reason;
 }
 
 function restoreFoldState(raw: unknown): FoldState | null {

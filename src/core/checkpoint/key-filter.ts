@@ -11,8 +11,12 @@
  * log from the start, which gives the exact answer a full fold gives. A false "maybe" for a fresh
  * key has probability about keys / 2^53 per lookup (2e-10 at two million keys), so in practice
  * the rebuild happens only for a log that really reuses an old ID, i.e. an invalid one.
+ *
+ * Every filter also carries `sum`, the order-independent {@link addWords} sum of its 8-byte
+ * entries: a merge updates it from the added hashes alone, so the checkpoint's checksum covers the
+ * whole filter without walking it on every write (`codec.ts`).
  */
-import { hashString } from './hash.js';
+import { addWords, EMPTY_WORD_SUM, hashKey, type WordSum } from './hash.js';
 
 /** Thrown by a checkpoint-restored projector when only the full log can answer. */
 export class DurableCheckpointInconclusiveError extends Error {
@@ -29,18 +33,26 @@ export function isCheckpointInconclusive(error: unknown): error is DurableCheckp
 
 /** An immutable sorted set of 53-bit key hashes. */
 export class HashedKeyFilter {
-  private constructor(readonly hashes: Float64Array) {}
+  private constructor(
+    readonly hashes: Float64Array,
+    /** {@link addWords} of the bytes of `hashes`. */
+    readonly sum: WordSum,
+  ) {}
 
   /** The empty filter. */
-  static readonly EMPTY = new HashedKeyFilter(new Float64Array(0));
+  static readonly EMPTY = new HashedKeyFilter(new Float64Array(0), EMPTY_WORD_SUM);
 
-  /** A filter over already sorted hashes (decoded from a checkpoint; checked sorted). */
+  /**
+   * A filter over already sorted hashes (decoded from a checkpoint): `null` unless they are
+   * ascending (which also rejects NaN).
+   */
   static fromSorted(hashes: Float64Array): HashedKeyFilter | null {
     for (let index = 1; index < hashes.length; index++) {
       // SAFETY: indices are within bounds.
-      if ((hashes[index - 1] as number) > (hashes[index] as number)) return null;
+      if (!((hashes[index - 1] as number) <= (hashes[index] as number))) return null;
     }
-    return new HashedKeyFilter(hashes);
+    if (hashes.length === 1 && Number.isNaN(hashes[0])) return null;
+    return new HashedKeyFilter(hashes, addWords(EMPTY_WORD_SUM, wordsOf(hashes)));
   }
 
   /** Number of hashes. */
@@ -50,7 +62,7 @@ export class HashedKeyFilter {
 
   /** True when `key` may have been used (its hash is present). */
   mightContain(key: string): boolean {
-    const target = hashString(key);
+    const target = hashKey(key);
     const hashes = this.hashes;
     let low = 0;
     let high = hashes.length - 1;
@@ -86,8 +98,9 @@ export class HashedKeyFilter {
     const old = this.hashes;
     if (fresh.length === 0) {
       merged.set(old);
-      return new HashedKeyFilter(merged);
+      return new HashedKeyFilter(merged, this.sum);
     }
+    const sum = addWords(this.sum, wordsOf(fresh));
     let i = 0;
     let j = 0;
     let k = 0;
@@ -106,13 +119,26 @@ export class HashedKeyFilter {
     // The tails are already sorted: copy them natively.
     if (i < old.length) merged.set(old.subarray(i), k);
     else if (j < fresh.length) merged.set(fresh.subarray(j), k);
-    return new HashedKeyFilter(merged);
+    return new HashedKeyFilter(merged, sum);
   }
 }
 
 /** The hashes of `keys`, sorted. */
 function sortedHashes(keys: Iterable<string>): Float64Array {
+  if (Array.isArray(keys)) {
+    // The journal drains an array: fill the typed array directly, no intermediate list.
+    const list = keys as readonly string[];
+    const hashes = new Float64Array(list.length);
+    // SAFETY: index < length.
+    for (let index = 0; index < list.length; index++) hashes[index] = hashKey(list[index] as string);
+    return hashes.sort();
+  }
   const added: number[] = [];
-  for (const key of keys) added.push(hashString(key));
+  for (const key of keys) added.push(hashKey(key));
   return Float64Array.from(added).sort();
+}
+
+/** The bytes of `hashes` as 32-bit words (for {@link addWords}). */
+function wordsOf(hashes: Float64Array): Uint32Array {
+  return new Uint32Array(hashes.buffer, hashes.byteOffset, hashes.length * 2);
 }
