@@ -83,6 +83,13 @@ interface Header {
   commands: { ranges: [string, number, number, number, boolean][]; lastCommandId: string | null; lastSequence: number | null };
 }
 
+const encoder = new TextEncoder();
+/**
+ * Where the header is encoded before it is copied into the record (used synchronously): a fresh
+ * array per checkpoint cost first-touch page faults (the header holds up to 1,024 command ranges).
+ */
+let headerScratch = new Uint8Array(0);
+
 /** Encodes a checkpoint. */
 export function encodeCheckpoint(checkpoint: DecodedCheckpoint): DurableCheckpointRecord {
   const { keys, ...rest } = checkpoint;
@@ -122,7 +129,10 @@ export function encodeCheckpointAdding(
         lastSequence: checkpoint.commands.lastSequence,
       },
     };
-    headerBytes = new TextEncoder().encode(JSON.stringify(header));
+    const json = JSON.stringify(header);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit; the scratch is reused (see `headerScratch`).
+    if (headerScratch.length < json.length * 3) headerScratch = new Uint8Array(json.length * 6);
+    headerBytes = headerScratch.subarray(0, encoder.encodeInto(json, headerScratch).written);
     const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
     total = keysOffset + count * 8 + 8;
     const buffer = allocate(total);
