@@ -37,6 +37,21 @@ describe('CommandIndex', () => {
     expect(index.size).toBe(2);
   });
 
+  it('toCheckpoint keeps the latest commands by first appearance, also after a reappearance and a restore', () => {
+    const index = new CommandIndex();
+    const ids = ['a', 'b', 'c', 'b', 'd', 'a', 'e'];
+    index.observe(ids.map((id, i) => envelope(i + 1, withCommand(d.sessionCreated(), id))));
+    const saved = index.toCheckpoint(3);
+    expect(saved.ranges.map((r) => r.commandId)).toEqual(['c', 'd', 'e']);
+    expect(index.toCheckpoint(10).ranges.map((r) => r.commandId)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(index.toCheckpoint(10).ranges.find((r) => r.commandId === 'b')).toMatchObject({ firstSequence: 2, lastSequence: 4, eventCount: 2 });
+    const restored = CommandIndex.fromCheckpoint(saved);
+    restored.observe([envelope(8, withCommand(d.sessionCreated(), 'c')), envelope(9, withCommand(d.sessionCreated(), 'f'))]);
+    expect(restored.toCheckpoint(3).ranges.map((r) => r.commandId)).toEqual(['d', 'e', 'f']);
+    expect(restored.toCheckpoint(3).ranges.length).toBe(3);
+    expect(restored.toCheckpoint(10).ranges.find((r) => r.commandId === 'c')).toMatchObject({ lastSequence: 8, contiguous: false });
+  });
+
   it('continues a range across pages', () => {
     const index = new CommandIndex();
     index.observe([envelope(1, withCommand(d.requestAccepted('r'), 'c'))]);

@@ -38,14 +38,19 @@ export interface CommandIndexCheckpoint {
  */
 export class CommandIndex {
   readonly #ranges = new Map<string, CommandRange>();
+  /** The keys of `#ranges` in insertion order, so that `toCheckpoint` takes the latest without walking all. */
+  readonly #order: string[] = [];
   #lastCommandId: string | undefined;
   #lastSequence: EventSequence | null = null;
 
   /** The last `keep` commands (in log order) and the fold position. */
   toCheckpoint(keep: number): CommandIndexCheckpoint {
-    const all = [...this.#ranges.values()];
+    const order = this.#order;
+    const ranges: CommandRange[] = [];
+    // SAFETY: every ID in #order is a key of #ranges.
+    for (let index = Math.max(0, order.length - keep); index < order.length; index++) ranges.push(this.#ranges.get(order[index] as string) as CommandRange);
     return {
-      ranges: all.slice(Math.max(0, all.length - keep)),
+      ranges,
       // SAFETY: only command IDs are ever stored here.
       lastCommandId: this.#lastCommandId as CommandId | undefined,
       lastSequence: this.#lastSequence,
@@ -55,7 +60,10 @@ export class CommandIndex {
   /** An index positioned where a checkpoint stands. */
   static fromCheckpoint(saved: CommandIndexCheckpoint): CommandIndex {
     const index = new CommandIndex();
-    for (const range of saved.ranges) index.#ranges.set(range.commandId, range);
+    for (const range of saved.ranges) {
+      if (!index.#ranges.has(range.commandId)) index.#order.push(range.commandId);
+      index.#ranges.set(range.commandId, range);
+    }
     index.#lastCommandId = saved.lastCommandId;
     index.#lastSequence = saved.lastSequence;
     return index;
@@ -83,6 +91,7 @@ export class CommandIndex {
       }
       const known = this.#ranges.get(commandId);
       if (known === undefined) {
+        this.#order.push(commandId);
         this.#ranges.set(commandId, {
           commandId,
           firstSequence: event.sequence,
