@@ -35,6 +35,20 @@ import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js'
 import { ID_SPACE } from '../projector/fold-state.js';
 import { DURABLE_PROJECTOR_VERSION } from '../projector/projector.js';
 
+const immediate = (globalThis as { setImmediate?: (callback: () => void) => unknown }).setImmediate;
+
+/**
+ * Resolves in a later macrotask, once the current call and its promise reactions have run:
+ * `setImmediate` where the runtime has one (Node: no 1 ms timer clamp, so a queue of checkpoint
+ * writes does not idle a millisecond per write), else a zero-delay timer (Workers, browsers).
+ */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    if (immediate === undefined) setTimeout(resolve, 0);
+    else immediate(resolve);
+  });
+}
+
 /** Builds a `DurableSessionJournalError` with optional details. */
 export function journalError(message: string, details?: Record<string, unknown>): DurableSessionJournalError {
   return new DurableSessionJournalError(message, details === undefined ? undefined : { details });
@@ -306,7 +320,7 @@ export class JournalLog {
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
     const write = this.#writes.then(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 0));
+      await nextTask();
       if (generation !== this.#generation) return false;
       const { record, keys } = encodeCheckpointAdding(
         { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
