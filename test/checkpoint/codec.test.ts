@@ -100,6 +100,14 @@ describe('checkpoint codec (format 2)', () => {
     );
   });
 
+  it('hashes a drained array (joined in chunks) exactly as hashKey hashes each key', () => {
+    const keys = Array.from({ length: 1300 }, (_, index) => (index % 7 === 0 ? '' : `e:${'\u00e9\ud83d\ude00x'.repeat(index % 5)}${index}`));
+    const fromArray = HashedKeyFilter.EMPTY.withKeysInto(keys, (count) => new Float64Array(count));
+    const expected = Float64Array.from(keys.map(hashKey)).sort();
+    expect(Array.from(fromArray.hashes)).toEqual(Array.from(expected));
+    expect(Array.from(HashedKeyFilter.EMPTY.withKeys(new Set(keys)).hashes)).toEqual(Array.from(new Float64Array(new Set(expected)).sort()));
+  });
+
   it('a single changed filter entry always changes the word sum', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 0xffffffff }), { minLength: 2, maxLength: 2 }), fc.integer({ min: 0, max: 63 }), ([lo, hi], bit) => {

@@ -82,16 +82,21 @@ export function hashString(text: string): number {
  * hashing a checkpoint's new IDs) and feeds the length last, so "a" and "a\u0000" differ.
  */
 export function hashKey(text: string): number {
+  return hashKeyRange(text, 0, text.length);
+}
+
+/** Exactly `hashKey(text.slice(start, end))`, without the slice. */
+export function hashKeyRange(text: string, start: number, end: number): number {
   let h1 = INITIAL_HASH_STATE.h1;
   let h2 = INITIAL_HASH_STATE.h2;
-  const length = text.length;
-  let index = 0;
-  for (; index + 1 < length; index += 2) {
+  const length = end - start;
+  let index = start;
+  for (; index + 1 < end; index += 2) {
     const word = text.charCodeAt(index) | (text.charCodeAt(index + 1) << 16);
     h1 = Math.imul(h1 ^ word, 2654435761);
     h2 = Math.imul(h2 ^ word, 1597334677);
   }
-  if (index < length) {
+  if (index < end) {
     const code = text.charCodeAt(index);
     h1 = Math.imul(h1 ^ code, 2654435761);
     h2 = Math.imul(h2 ^ code, 1597334677);
