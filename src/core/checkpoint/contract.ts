@@ -54,15 +54,19 @@ export function isCheckpointStore(store: unknown): store is DurableCheckpointSto
  * one with room to grow. A fresh megabyte costs more in first-touch page faults than copying into
  * one already touched (on a busy VM we measured 10-25 µs per fault, several ms per fresh
  * megabyte), so checkpoint writers (the journal's encoder, the memory store) reuse theirs. A new
- * buffer doubles the size below 32 MiB: a growing session then pays for fresh pages once per
- * doubling (about twice its final size in total, instead of five times with a quarter to grow);
- * larger ones keep a quarter (checkpoints are then at least head / 64 events apart anyway).
+ * buffer doubles the size up to {@link CHECKPOINT_BUFFER_DOUBLING_LIMIT}: a growing session then
+ * pays for fresh pages once per doubling (about twice its final size in total, instead of five
+ * times with a quarter to grow). Larger ones keep a quarter: a writer holds up to three such
+ * buffers (the journal's two, the memory store's one), and a Durable Object has 128 MB.
  * `previous` must be a buffer nobody else still reads.
  */
 export function reuseCheckpointBuffer(previous: ArrayBufferLike | null | undefined, bytes: number): ArrayBuffer {
   if (previous instanceof ArrayBuffer && previous.byteLength >= bytes) return previous;
-  return new ArrayBuffer(Math.ceil(bytes * (bytes < 32 * 1024 * 1024 ? 2 : 1.25)));
+  return new ArrayBuffer(Math.ceil(bytes * (bytes < CHECKPOINT_BUFFER_DOUBLING_LIMIT ? 2 : 1.25)));
 }
+
+/** Size up to which a new checkpoint buffer gets twice the room it needs (about 250,000 events). */
+export const CHECKPOINT_BUFFER_DOUBLING_LIMIT = 4 * 1024 * 1024;
 
 /**
  * The checks every store runs on `writeCheckpoint` input (bad input is
