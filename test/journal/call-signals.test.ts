@@ -1,13 +1,14 @@
 /**
  * The journal lends one AbortSignal to its store calls one after another instead of building one
  * per call. What must hold: a call never receives a signal that is aborted or that another
- * in-flight call holds, a signal a deadline aborted is never lent again, and the loans of one
+ * in-flight call holds, a signal that was aborted is never lent again, and the loans of one
  * controller are bounded.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
 import { AbortControllerLender, MAX_SIGNAL_LOANS, withDeadline } from '../../src/core/abort.js';
+import { ManualTimeSource } from '../../src/core/time.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 import { wrapStore } from './store-wrappers.js';
@@ -72,20 +73,22 @@ describe('AbortControllerLender', () => {
     expect(lender.borrow().signal).toBe(lent);
 
     const timedOut = new AbortControllerLender();
+    const time = new ManualTimeSource();
     let abortedSignal: AbortSignal | undefined;
-    await expect(
-      withDeadline(
-        1,
-        undefined,
-        (signal) => {
-          abortedSignal = signal;
-          return new Promise<void>(() => undefined);
-        },
-        () => new Error('timeout'),
-        undefined,
-        timedOut,
-      ),
-    ).rejects.toThrow('timeout');
+    const hanging = withDeadline(
+      50,
+      undefined,
+      (signal) => {
+        abortedSignal = signal;
+        return new Promise<void>(() => undefined);
+      },
+      () => new Error('timeout'),
+      time,
+      timedOut,
+    );
+    const settled = expect(hanging).rejects.toThrow('timeout');
+    await time.advance(50);
+    await settled;
     expect(abortedSignal?.aborted).toBe(true);
     const next = timedOut.borrow();
     expect(next.signal).not.toBe(abortedSignal);
@@ -120,7 +123,7 @@ describe('the journal lends signals to its store calls', () => {
       append: (append, id, drafts, options) => track(options?.signal, () => append(id, drafts, options)),
       read: (read, id, options) => track(options?.signal, () => read(id, options)),
     });
-    const journal = await DurableSessionJournal.open(store, sessionId, { storeTimeoutMs: 1000 });
+    const journal = await DurableSessionJournal.open(store, sessionId);
     await journal.commit({ commandId: CommandId('begin'), events: [d.sessionCreated(), d.requestAccepted('r1'), d.requestStarted('r1')] });
     for (let index = 0; index < 4; index++) {
       await journal.commit({ commandId: CommandId(`input-${index}`), events: [d.inputApplied('r1', `input-${index}`)] });
@@ -136,10 +139,16 @@ describe('the journal lends signals to its store calls', () => {
     expect(distinct).toBeLessThan(signals.length); // reused
     expect(distinct).toBeGreaterThanOrEqual(Math.ceil(signals.length / MAX_SIGNAL_LOANS)); // but bounded
 
-    // An append that hits its deadline aborts its signal; the next call gets a live one.
+    // An append stopped while in flight (here by the caller's signal; a deadline aborts the same
+    // controller) aborts its signal; the next call gets a live one.
     hangNext = true;
     const before = signals.length;
-    await expect(journal.commit({ commandId: CommandId('input-late'), events: [d.inputApplied('r1', 'input-late')] })).rejects.toThrow();
+    const caller = new AbortController();
+    const late = journal.commit({ commandId: CommandId('input-late'), events: [d.inputApplied('r1', 'input-late')] }, { signal: caller.signal });
+    const stopped = expect(late).rejects.toThrow();
+    while (signals.length === before) await new Promise((resolve) => setImmediate(resolve));
+    caller.abort(new Error('stop'));
+    await stopped;
     const aborted = signals[before];
     expect(aborted?.aborted).toBe(true);
     await journal.refresh();

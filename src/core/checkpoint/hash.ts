@@ -17,19 +17,12 @@ export interface RunningHashState {
 /** The state before any input. */
 export const INITIAL_HASH_STATE: RunningHashState = Object.freeze({ h1: 0xdeadbeef, h2: 0x41c6ce57 });
 
-/** Feeds `text` (UTF-16 code units) into the lanes. */
+/**
+ * Feeds `text` (UTF-16 code units) into the lanes, then a separator step that mixes in its length
+ * (so feeding "ab","c" differs from "a","bc"). One text is {@link feedHashJoined} of one part.
+ */
 export function feedHash(state: RunningHashState, text: string): RunningHashState {
-  let h1 = state.h1;
-  let h2 = state.h2;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    h1 = Math.imul(h1 ^ code, 2654435761);
-    h2 = Math.imul(h2 ^ code, 1597334677);
-  }
-  // A separator so that feeding "ab","c" differs from "a","bc".
-  h1 = Math.imul(h1 ^ 0x1f, 2654435761);
-  h2 = Math.imul(h2 ^ (text.length & 0xffff), 1597334677);
-  return { h1: h1 >>> 0, h2: h2 >>> 0 };
+  return feedHashJoined(state, [text]);
 }
 
 /**
