@@ -7,7 +7,8 @@
  *    the answer: 16 events including `session_created`) vs appending the very same batches
  *    directly (`append` with the compare-and-append precondition, one call per command, as the
  *    Session's journal commits them). Target <= 1.5x: the runtime's own work stays small next to
- *    persistence.
+ *    persistence. Two information lines per backend show what no Session can go below: the same
+ *    commands through a bare `DurableSessionJournal`, and the model's calls plus the tool alone.
  * 2. `resumeSession` of a 10,000-event session vs reading the same 10,000 events in 1,000-event
  *    pages. Target <= 2x. Twice: with a projection checkpoint at the head, as a live Session's
  *    journal leaves the log (the journal folds from it, the message history reads the log once),
@@ -20,7 +21,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { JsonlDurableEventStore, SqliteDurableEventStore } from '../src/advanced.js';
 import {
+  CommandId,
   DurableSessionJournal,
+  type EventId,
   MemoryDurableEventStore,
   SessionId,
   type DurableAppendOptions,
@@ -51,14 +54,16 @@ function agent(): Pick<SessionOptions, 'model' | 'tools'> {
   };
 }
 
-/** A view of `store` that records every append batch (as drafts). */
-function recording(store: DurableEventStore, batches: DurableEventDraft[][]): DurableEventStore {
+/** A view of `store` that records every append batch (as drafts) and the event IDs it got. */
+function recording(store: DurableEventStore, batches: DurableEventDraft[][], eventIds: EventId[][] = []): DurableEventStore {
   return new Proxy(store, {
     get(target, property) {
       if (property === 'append') {
-        return (sessionId: SessionId, drafts: readonly DurableEventDraft[], options?: DurableAppendOptions) => {
+        return async (sessionId: SessionId, drafts: readonly DurableEventDraft[], options?: DurableAppendOptions) => {
           batches.push([...drafts]);
-          return target.append(sessionId, drafts, options);
+          const result = await target.append(sessionId, drafts, options);
+          eventIds.push(result.events.map((event) => event.eventId));
+          return result;
         };
       }
       const value: unknown = Reflect.get(target, property, target);
@@ -77,6 +82,28 @@ async function appendBatches(store: DurableEventStore, batches: readonly Durable
   const sessionId = SessionId(nextSession('direct'));
   let head: EventSequence | null = null;
   for (const batch of batches) head = (await store.append(sessionId, batch, { expectedLastSequence: head })).lastSequence;
+}
+
+/**
+ * The same commands committed through a bare `DurableSessionJournal` (no Session, model or tool):
+ * the journal's own work per command (validation, preview on the projector, fold) that the issue's
+ * Session must go through. Causation links are mapped to the new session's event IDs.
+ */
+async function journalCommits(store: DurableEventStore, batches: readonly DurableEventDraft[][], eventIds: readonly EventId[][]): Promise<void> {
+  const journal = await DurableSessionJournal.open(store, SessionId(nextSession('journal')));
+  const mapped = new Map<string, EventId>();
+  for (const [index, batch] of batches.entries()) {
+    const events = batch.map(({ commandId: _commandId, ...draft }) => {
+      const causation = draft.causationEventId === undefined ? undefined : mapped.get(draft.causationEventId);
+      // SAFETY: the same draft with its causation link pointed at the new session's event.
+      return (causation === undefined ? draft : { ...draft, causationEventId: causation }) as DurableEventDraft;
+    });
+    const result = await journal.commit({ commandId: CommandId(`command-${index}`), events });
+    result.events.forEach((event, at) => {
+      const old = eventIds[index]?.[at];
+      if (old !== undefined) mapped.set(old, event.eventId);
+    });
+  }
 }
 
 async function timed(run: () => Promise<void>): Promise<number> {
@@ -153,7 +180,8 @@ const backends: Backend[] = [
 async function benchTurn(backend: Backend): Promise<void> {
   const store = backend.open();
   const batches: DurableEventDraft[][] = [];
-  await runRequest(recording(store, batches));
+  const eventIds: EventId[][] = [];
+  await runRequest(recording(store, batches, eventIds));
   const events = batches.reduce((sum, batch) => sum + batch.length, 0);
   const { baselineMs, subjectMs } = await interleave(
     backend.slices,
@@ -175,6 +203,19 @@ async function benchTurn(backend: Backend): Promise<void> {
     async () => {
       for (let i = 0; i < backend.requestsPerSlice; i++) await modelAndToolOnly();
     },
+  );
+  const journal = await interleave(
+    backend.slices,
+    3,
+    async () => {
+      for (let i = 0; i < backend.requestsPerSlice; i++) await appendBatches(store, batches);
+    },
+    async () => {
+      for (let i = 0; i < backend.requestsPerSlice; i++) await journalCommits(store, batches, eventIds);
+    },
+  );
+  notes.push(
+    `${backend.name}: the same ${batches.length} commands through a bare DurableSessionJournal (no Session, model or tool) cost ${fmt(journal.subjectMs / count, 3)} ms/request, ${(journal.subjectMs / journal.baselineMs).toFixed(2)}x the appends`,
   );
   notes.push(
     `${backend.name}: the model's two calls and the tool alone (no ledger) cost ${fmt(floor.subjectMs / count, 3)} ms/request, ${(floor.subjectMs / floor.baselineMs).toFixed(2)}x the appends: a Request cannot cost less than ${(1 + floor.subjectMs / floor.baselineMs).toFixed(2)}x`,
