@@ -151,9 +151,9 @@ async function benchDeltas(base: URL): Promise<{ subject: number; baseline: numb
 
 async function benchTurns(
   base: URL,
-): Promise<{ subject: number; baseline: number; direct: number; ratio: number; events: number; batches: number }> {
+): Promise<{ subject: number; baseline: number; baselineMean: number; direct: number; journal: number; ratio: number; events: number; batches: number }> {
   await call(base, 'GET', `/bench/turns?pairs=${TURN_WARMUP_PAIRS}`);
-  const result = await call<{ subject: number[]; baseline: number[]; direct: number[]; events: number; batches: number }>(
+  const result = await call<{ subject: number[]; baseline: number[]; direct: number[]; journal: number[]; events: number; batches: number }>(
     base,
     'GET',
     `/bench/turns?pairs=${TURN_PAIRS}`,
@@ -164,7 +164,9 @@ async function benchTurns(
   return {
     subject: median(result.subject),
     baseline: median(result.baseline),
-    direct: median(result.direct),
+    direct: total(result.direct) / result.direct.length,
+    journal: total(result.journal) / result.journal.length,
+    baselineMean: total(result.baseline) / result.baseline.length,
     ratio: total(result.subject) / Math.max(total(result.baseline), 1),
     events: result.events,
     batches: result.batches,
@@ -200,7 +202,11 @@ try {
   }
   console.log(
     `information: the same turn through a Session created directly over the object's store (no host, lease or stream wrappers): ` +
-      `${turns.direct.toFixed(3)} ms (${(turns.direct / turns.baseline).toFixed(2)}x the appends)`,
+      `${turns.direct.toFixed(3)} ms mean (${(turns.direct / turns.baselineMean).toFixed(2)}x the appends' mean)`,
+  );
+  console.log(
+    `information: the same ${turns.batches} commands through a bare DurableSessionJournal on the object's store (no Session, model or tool): ` +
+      `${turns.journal.toFixed(3)} ms mean (${(turns.journal / turns.baselineMean).toFixed(2)}x the appends' mean)`,
   );
 } finally {
   await runtime.stop();

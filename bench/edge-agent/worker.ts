@@ -22,6 +22,14 @@ import { createScriptedModel } from '../../src/session/scripted-model.js';
 import { createSession, defineTool } from '../../src/session/session.js';
 import type { Session } from '../../src/session/types.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
+import { CommandId, type EventId } from '../../src/protocol/ids.js';
+import { DurableSessionJournal } from '../../src/core/journal/journal.js';
+
+/** One timed turn's committed batches (as drafts) and the event IDs they got. */
+interface TurnRecord {
+  batches: DurableEventDraft[][];
+  eventIds: string[][];
+}
 
 interface BenchEnv extends Env {
   BARE: DurableObjectNamespace<BareObject>;
@@ -49,12 +57,14 @@ export class SessionObject extends LedgerSessionObject {
   #ticks: Array<() => void> = [];
   #pending = 0;
   #batches: DurableEventDraft[][] = [];
+  #eventIds: string[][] = [];
   #completed: (() => void) | null = null;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     this.eventLog.onCommit(({ result }) => {
       this.#batches.push(result.events.map(toDraft));
+      this.#eventIds.push(result.events.map((event) => event.eventId));
       if (result.events.some((event) => event.type === 'request_completed')) this.#completed?.();
     });
   }
@@ -121,15 +131,44 @@ export class SessionObject extends LedgerSessionObject {
   }
 
   /** Runs one `turn` request in this (fresh) object; answers the committed batches as drafts. */
-  async benchTurn(sessionId: string, commandId: string): Promise<DurableEventDraft[][]> {
+  async benchTurn(sessionId: string, commandId: string): Promise<TurnRecord> {
     this.#batches = [];
+    this.#eventIds = [];
     const done = new Promise<void>((resolve) => {
       this.#completed = resolve;
     });
     const accepted = await this.submitRequest(sessionId, { commandId, input: 'turn' });
     if (!accepted.ok) throw new Error(accepted.error.message);
     await done;
-    return this.#batches;
+    return { batches: this.#batches, eventIds: this.#eventIds };
+  }
+
+  #journal: DurableSessionJournal | undefined;
+  #mapped = new Map<string, EventId>();
+
+  /**
+   * Information row: the same batches committed through a bare `DurableSessionJournal` on this
+   * object's store (validation, preview, fold; no Session, model or tool), causation links mapped
+   * to this session's event IDs: the share of the budget the journal itself takes.
+   */
+  async journalBatches(sessionId: string, turn: TurnRecord): Promise<number> {
+    const id = this.bindSession(sessionId);
+    this.#journal ??= await DurableSessionJournal.open(this.store, id);
+    let written = 0;
+    for (const [index, batch] of turn.batches.entries()) {
+      const events = batch.map((draft) => {
+        const causation = draft.causationEventId === undefined ? undefined : this.#mapped.get(draft.causationEventId);
+        return causation === undefined ? draft : { ...draft, causationEventId: causation };
+      });
+      const commandId = CommandId(batch[0]?.commandId ?? `batch-${index}`);
+      const result = await this.#journal.commit({ commandId, events });
+      result.events.forEach((event, at) => {
+        const old = turn.eventIds[index]?.[at];
+        if (old !== undefined) this.#mapped.set(old, event.eventId);
+      });
+      written += result.events.length;
+    }
+    return written;
   }
 
   /**
@@ -176,8 +215,9 @@ const app = createApp();
 /** The bench methods of the object, as the Worker calls them over RPC. */
 interface BenchStub {
   tick(): Promise<void>;
-  benchTurn(sessionId: string, commandId: string): Promise<DurableEventDraft[][]>;
+  benchTurn(sessionId: string, commandId: string): Promise<TurnRecord>;
   appendBatches(sessionId: string, batches: DurableEventDraft[][]): Promise<number>;
+  journalBatches(sessionId: string, turn: TurnRecord): Promise<number>;
   directTurn(sessionId: string): Promise<number>;
 }
 
@@ -189,8 +229,9 @@ function sessionStub(env: BenchEnv, name: string): BenchStub {
 async function turns(
   env: BenchEnv,
   pairs: number,
-): Promise<{ subject: number[]; baseline: number[]; direct: number[]; events: number; batches: number }> {
+): Promise<{ subject: number[]; baseline: number[]; direct: number[]; journal: number[]; events: number; batches: number }> {
   const direct: number[] = [];
+  const journal: number[] = [];
   const subject: number[] = [];
   const baseline: number[] = [];
   let events = 0;
@@ -202,11 +243,12 @@ async function turns(
     const turnObject = sessionStub(env, name);
     const warm = await turnObject.benchTurn(name, 'warm');
     const startedAt = performance.now();
-    const batches = await turnObject.benchTurn(name, 'timed');
+    const timed = await turnObject.benchTurn(name, 'timed');
     subject.push(performance.now() - startedAt);
+    const batches = timed.batches;
     const copy = `append-${crypto.randomUUID()}`;
     const appendObject = sessionStub(env, copy);
-    await appendObject.appendBatches(copy, warm);
+    await appendObject.appendBatches(copy, warm.batches);
     const appendAt = performance.now();
     events = await appendObject.appendBatches(copy, batches);
     baseline.push(performance.now() - appendAt);
@@ -217,8 +259,14 @@ async function turns(
     const directAt = performance.now();
     await plainObject.directTurn(plain);
     direct.push(performance.now() - directAt);
+    const bare = `journal-${crypto.randomUUID()}`;
+    const journalObject = sessionStub(env, bare);
+    await journalObject.journalBatches(bare, warm);
+    const journalAt = performance.now();
+    await journalObject.journalBatches(bare, timed);
+    journal.push(performance.now() - journalAt);
   }
-  return { subject, baseline, direct, events, batches: batchCount };
+  return { subject, baseline, direct, journal, events, batches: batchCount };
 }
 
 export default {
