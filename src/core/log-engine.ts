@@ -261,13 +261,32 @@ export function areParsedEnvelopes(events: readonly DurableEventEnvelope[]): boo
 /** `toISOString()` of the last time a plan was stamped with (appends often share a millisecond). */
 let lastStampMs = Number.NaN;
 let lastStamp = '';
+/** The largest time value, in ms from the epoch either way, that `Date` represents. */
+const MAX_TIME_VALUE_MS = 8.64e15;
+/** The last whole second formatted, up to and including its `.` (appends often share a second). */
+let lastSecond = Number.NaN;
+let lastSecondPrefix = '';
 
+/** `new Date(ms).toISOString()`, reusing the formatted date and time of the last second stamped. */
 function isoOf(ms: number): string {
-  if (ms !== lastStampMs) {
-    lastStamp = new Date(ms).toISOString();
-    lastStampMs = ms;
+  if (ms === lastStampMs) return lastStamp;
+  // `Date` drops the fraction of a millisecond (toward zero), then the milliseconds are the last
+  // three digits before `Z` in every ISO form, extended years included.
+  const whole = Math.trunc(ms);
+  const second = Math.floor(whole / 1000);
+  let stamp: string;
+  if (second === lastSecond && Math.abs(whole) <= MAX_TIME_VALUE_MS) {
+    const millis = whole - second * 1000;
+    stamp = `${lastSecondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
+  } else {
+    // Throws RangeError for a time Date cannot represent, exactly as before.
+    stamp = new Date(ms).toISOString();
+    lastSecond = second;
+    lastSecondPrefix = stamp.slice(0, -4);
   }
-  return lastStamp;
+  lastStamp = stamp;
+  lastStampMs = ms;
+  return stamp;
 }
 
 /** Default event ID source: a random UUID. */

@@ -272,11 +272,18 @@ export const jsonObjectSchema = z.custom<JsonObject>(
   },
 );
 
+/** Text made of ASCII characters only (one UTF-8 byte each). */
+// eslint-disable-next-line no-control-regex
+const ASCII_ONLY = /^[\u0000-\u007f]*$/;
+
 /**
  * Number of bytes `new TextEncoder().encode(text)` would produce, counted without allocating
  * (a lone surrogate counts as the 3-byte replacement character, as TextEncoder writes it).
+ * ASCII text, the common case of an encoded event, is answered by one native regular-expression
+ * scan instead of a loop over its characters.
  */
 export function utf8ByteLength(text: string): number {
+  if (ASCII_ONLY.test(text)) return text.length;
   let bytes = 0;
   const length = text.length;
   for (let index = 0; index < length; index++) {

@@ -164,6 +164,24 @@ describe('planAppend', () => {
     expect(plannedEncodedBytes([...first.events])).toBeUndefined();
   });
 
+  it('stamps recordedAt exactly as Date#toISOString, within a second, across seconds and at the edges', () => {
+    const times: number[] = [];
+    for (const start of [NOW, 0, -1000, Date.UTC(-300, 5, 1), Date.UTC(12_000, 0, 1), 8.64e15 - 1500, -8.64e15]) {
+      // A run of readings sharing a second, then crossing into the next ones, fractions included.
+      for (const step of [0, 1, 9, 10, 99, 100, 998.5, 999, 1000, 1000.25, 1001, 2500, -0.5, -1]) times.push(start + step);
+    }
+    for (const nowMs of times) {
+      let expected: string;
+      try {
+        expected = new Date(nowMs).toISOString();
+      } catch {
+        expect(() => planAppend({ ...base, drafts: [markerDraft('t')], nowMs })).toThrow(RangeError);
+        continue;
+      }
+      expect(planAppend({ ...base, drafts: [markerDraft('t')], nowMs }).events[0]?.recordedAt).toBe(expected);
+    }
+  });
+
   it('uses random UUID event IDs by default', () => {
     const result = planAppend({ ...base, drafts: markerDrafts(3) });
     const ids = result.events.map((event) => event.eventId);
