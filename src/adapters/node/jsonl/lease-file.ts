@@ -3,9 +3,10 @@
  *
  * Only read and written while the session lock is held, so lease changes and fenced appends
  * serialize with each other across processes.
- * 1. `read` stats the file; when its identity (dev, ino, size, mtime, ctime) matches the last
- *    read, the cached state is reused, so a fenced append costs one `stat`. Otherwise it reads
- *    and strictly parses the file; anything malformed is `DURABLE_EVENT_CORRUPT_LOG`.
+ * 1. `read` stats the file; when its identity (dev, ino, size, mtime, ctime, compared field by
+ *    field) matches the last read, the cached state is reused, so a fenced append costs one
+ *    `stat`. Otherwise it reads and strictly parses the file; anything malformed is
+ *    `DURABLE_EVENT_CORRUPT_LOG`.
  * 2. `write` replaces the file atomically: write a private temp file (mode 0600), fsync it,
  *    rename it over the old one, fsync the directory. A crash leaves either the old or the new
  *    state, never a mix.
@@ -38,13 +39,34 @@ const closeAsync = promisify(close);
 const renameAsync = promisify(rename);
 const unlinkAsync = promisify(unlink);
 
-function identity(stats: BigIntStats): string {
-  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+/** What `read` compares to tell whether the file changed since it was parsed. */
+interface FileIdentity {
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
+}
+
+function identity(stats: BigIntStats): FileIdentity {
+  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
+}
+
+/** Compares the fields one by one (a fenced append used to build and compare a string of all five). */
+function sameIdentity(known: FileIdentity | undefined, stats: BigIntStats): boolean {
+  return (
+    known !== undefined &&
+    known.ino === stats.ino &&
+    known.size === stats.size &&
+    known.mtimeNs === stats.mtimeNs &&
+    known.ctimeNs === stats.ctimeNs &&
+    known.dev === stats.dev
+  );
 }
 
 /** Lease state file of one session. */
 export class LeaseFile {
-  #cachedIdentity: string | undefined;
+  #cachedIdentity: FileIdentity | undefined;
   #cached: LeaseState | null = null;
 
   constructor(
@@ -65,8 +87,8 @@ export class LeaseFile {
       this.#cached = null;
       return null;
     }
+    if (sameIdentity(this.#cachedIdentity, stats)) return this.#cached;
     const id = identity(stats);
-    if (id === this.#cachedIdentity) return this.#cached;
     let text: string;
     try {
       text = readFileSync(this.path, 'utf8');
