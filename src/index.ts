@@ -124,6 +124,7 @@ export {
   type DurableCheckpointPolicy,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
+  type DurableCheckpointWriteInfo,
 } from './core/checkpoint/index.js';
 export {
   DurableEventSubscription,

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
 import { DurableSessionJournal, type DurableCommandEventDraft } from '../../src/core/journal/index.js';
+import type { DurableCheckpointWriteInfo } from '../../src/core/checkpoint/index.js';
 import { decodeCheckpoint } from '../../src/core/checkpoint/codec.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 
@@ -100,6 +101,39 @@ describe('journal from a checkpoint', () => {
     expect(reopened.getCheckpointOutcome()).toEqual({ status: 'used', sequence: 31 });
     expect(reopened.getProjection()).toEqual(journal.getProjection());
     expect(reopened.getRecoveryPlan()).toEqual(journal.getRecoveryPlan());
+  });
+
+  it('reports every write it made to onWrite: position, size, keys and the time of each part', async () => {
+    const store = new MemoryDurableEventStore();
+    const writes: DurableCheckpointWriteInfo[] = [];
+    const errors: unknown[] = [];
+    const journal = await DurableSessionJournal.open(store, sessionId, {
+      checkpoints: {
+        everyEvents: 10,
+        onWrite: (write) => {
+          writes.push(write);
+          if (writes.length === 2) throw new Error('hook failed');
+        },
+        onWriteError: (error) => errors.push(error),
+      },
+    });
+    await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
+    for (let index = 0; index < 6; index++) {
+      await journal.commit({ commandId: CommandId(`cmd-${index}`), events: cycle(index) });
+    }
+    expect(await journal.writeCheckpoint()).toBe(true); // at 31 again: nothing new to add
+    await journal.flushCheckpoints();
+    const saved = await store.readCheckpoint(sessionId);
+    expect(writes.map((write) => write.sequence)).toEqual([11, 21, 31, 31]);
+    expect(writes.at(-1)?.bytes).toBe(saved?.data.length);
+    // Every ID used lands in exactly one write; the last one adds none.
+    expect(writes.at(-1)?.addedKeys).toBe(0);
+    expect(writes.reduce((sum, write) => sum + write.addedKeys, 0)).toBe(writes.at(-1)?.keys);
+    for (const write of writes) {
+      for (const ms of [write.captureMs, write.encodeMs, write.storeMs]) expect(ms).toBeGreaterThanOrEqual(0);
+    }
+    // The hook threw once: reported as a write error, the write itself stands.
+    expect(errors).toHaveLength(1);
   });
 
   it('counts the bytes of committed events: a large output makes a checkpoint due long before the event count', async () => {

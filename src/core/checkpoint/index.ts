@@ -16,6 +16,7 @@ export {
   DEFAULT_CHECKPOINT_KEEP_COMMANDS,
   DEFAULT_CHECKPOINT_SPACING_DIVISOR,
   type DurableCheckpointPolicy,
+  type DurableCheckpointWriteInfo,
 } from './policy.js';
 export type { DurableCheckpointOutcome } from './load.js';
 export { DurableCheckpointInconclusiveError, isCheckpointInconclusive } from './key-filter.js';

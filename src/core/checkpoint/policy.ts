@@ -23,6 +23,30 @@ export interface DurableCheckpointPolicy {
   write?: boolean;
   /** Called with every checkpoint write failure (checkpoints are derived data: nothing else happens). */
   onWriteError?: (error: unknown) => void;
+  /** Called after every successful checkpoint write with its size and what it cost (metrics). */
+  onWrite?: (write: DurableCheckpointWriteInfo) => void;
+}
+
+/**
+ * One checkpoint write, as reported to `onWrite`. Times are milliseconds of the host's monotonic
+ * clock (`performance.now`); a Cloudflare Worker's clock does not advance during synchronous work,
+ * so there the synchronous parts read 0.
+ */
+export interface DurableCheckpointWriteInfo {
+  /** Sequence the checkpoint stands at. */
+  readonly sequence: number;
+  /** Size of the record's bytes. */
+  readonly bytes: number;
+  /** Key hashes in its filter... */
+  readonly keys: number;
+  /** ...of which this write added (IDs used since the previous checkpoint this journal wrote or loaded). */
+  readonly addedKeys: number;
+  /** Synchronous work on the commit path when the write was due (draining new IDs, command ranges, anchor). */
+  readonly captureMs: number;
+  /** Hashing the new IDs, merging them into the filter and encoding, in the later task. */
+  readonly encodeMs: number;
+  /** From calling the store's `writeCheckpoint` until it settled (includes waiting for I/O). */
+  readonly storeMs: number;
 }
 
 /** Resolved {@link DurableCheckpointPolicy}. */
@@ -34,6 +58,7 @@ export interface CheckpointSettings {
   read: boolean;
   write: boolean;
   onWriteError: ((error: unknown) => void) | undefined;
+  onWrite: ((write: DurableCheckpointWriteInfo) => void) | undefined;
 }
 
 export const DEFAULT_CHECKPOINT_EVERY_EVENTS = 4096;
@@ -60,6 +85,7 @@ export function resolveCheckpointPolicy(policy: DurableCheckpointPolicy | false 
     read: p.read ?? true,
     write: p.write ?? true,
     onWriteError: p.onWriteError,
+    onWrite: p.onWrite,
   };
 }
 

@@ -311,6 +311,8 @@ export class JournalLog {
     if (!this.#writesCheckpoints || head === null || eventId === null || this.projector.failed || this.projector.needsFullFold) {
       return Promise.resolve(false);
     }
+    const clock = systemTime;
+    const captureStart = clock.monotonicNow();
     const { state, ids } = this.projector.checkpointState();
     const drained = ids.drainAdds();
     const commands = this.index.toCheckpoint(this.checkpoints.keepCommands);
@@ -319,9 +321,11 @@ export class JournalLog {
     const generation = this.#generation;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
+    const captureMs = clock.monotonicNow() - captureStart;
     const write = this.#writes.then(async () => {
       await nextTask();
       if (generation !== this.#generation) return false;
+      const encodeStart = clock.monotonicNow();
       const { record, keys } = encodeCheckpointAdding(
         { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
         this.#filter,
@@ -333,9 +337,25 @@ export class JournalLog {
       this.#spareBuffer = this.#filterBuffer;
       this.#filter = keys;
       this.#filterBuffer = record.data.buffer as ArrayBuffer;
+      const storeStart = clock.monotonicNow();
       // SAFETY: #writesCheckpoints checked the capability.
       const store = this.store as unknown as DurableCheckpointStore;
       await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
+      const report = this.checkpoints.onWrite;
+      // A throwing metrics hook is not a failed write: it is reported like one and ignored.
+      try {
+        report?.({
+          sequence: head,
+          bytes: record.data.length,
+          keys: keys.size,
+          addedKeys: drained.length,
+          captureMs,
+          encodeMs: storeStart - encodeStart,
+          storeMs: clock.monotonicNow() - storeStart,
+        });
+      } catch (error) {
+        this.checkpoints.onWriteError?.(error);
+      }
       return true;
     });
     this.#writes = write.then(
