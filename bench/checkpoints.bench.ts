@@ -9,12 +9,24 @@
  *    (1,000 events per append), then folded once by a journal to write the checkpoint; both
  *    times are printed.
  * 2. journal commit throughput (one 5-event command per commit) with the default checkpoint
- *    policy vs with checkpoints off, on a session that already holds HISTORY events, on memory,
- *    SQLite and JSONL (target: at most 5% slower). Subject and baseline alternate in 64 slices
- *    (CHECKPOINT_BENCH_SLICES) of 60 commits, each side on a store and database file of its own;
- *    CHECKPOINT_BENCH_AA=1 turns checkpoints off on both sides to show the bench's own noise. The
- *    comparison runs CHECKPOINT_BENCH_ROUNDS (3) times; each round includes the checkpoint writes
- *    it caused, and the median round is the figure.
+ *    policy vs with checkpoints off, on a session that already holds HISTORY events (half on
+ *    memory), on memory, SQLite and JSONL (target: at most 5% slower). Three sides, each on a
+ *    store (and file) of its own: 'with' (default policy), 'off-a' and 'off-b' (none). The run is
+ *    cut into periods of 820 commits per side, one checkpoint period of the default policy, so
+ *    every 'with' period pays for exactly one checkpoint write, whole (each turn waits for the writes
+ *    it caused). Inside a period the sides take turns every 41 commits (about 10 ms on memory),
+ *    rotating through all six orders, so the machine's changing load falls on all three alike. A
+ *    full garbage collection runs between periods, outside the time, and an old-generation
+ *    collection inside a turn is taken out of it (its cost is set by all three stores' heaps). Each
+ *    period gives a ratio with / off-a and an A/A ratio off-b / off-a, printed side by side with
+ *    their quartiles, in wall time (the target) and in process CPU time; the medians are the
+ *    figures. A last row sums the writes' own time (the policy's `onWrite` report: capture, encode,
+ *    and the store call where it runs on the main thread) over the 'with' side's time: this share
+ *    is measured directly, not as a difference of two noisy times. Periods:
+ *    CHECKPOINT_BENCH_PERIODS (default 30 on memory, 15 on SQLite and JSONL);
+ *    CHECKPOINT_BENCH_POLICY='{"everyEvents":...}' overrides the 'with' policy (to split the cost
+ *    of tracking from that of writing); CHECKPOINT_BENCH_AA=1 turns checkpoints off on 'with' too;
+ *    CHECKPOINT_BENCH_DUMP=1 prints every period.
  * 3. a Durable Object cold start: the first journal commit (`POST .../commands`) after workerd
  *    was restarted on the same storage, on a session of 100,000 events (whose object wrote its
  *    own checkpoint) vs on a fresh session (target <= 2x); median over several restarts.
@@ -23,14 +35,19 @@
  * checkpoint and validates only the lines appended since, see `validated-state.ts`),
  * CHECKPOINT_BENCH_EDGE_EVENTS (100,000); CHECKPOINT_BENCH_ONLY=open-sqlite,open-jsonl,tp-memory,
  * tp-sqlite,tp-jsonl,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
- * takes about 15 minutes on a quiet machine (most of it generating and folding the big logs once).
+ * takes about 15 minutes on a quiet machine (most of it generating and folding the big logs once);
+ * the three throughput parts about 2-3 minutes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { MemoryDurableEventStore } from '../src/adapters/memory/memory-store.js';
 import { JsonlDurableEventStore } from '../src/adapters/node/jsonl/jsonl-store.js';
 import { SqliteDurableEventStore } from '../src/adapters/node/sqlite/sqlite-store.js';
+import { DEFAULT_CHECKPOINT_EVERY_EVENTS, DEFAULT_CHECKPOINT_SPACING_DIVISOR, type DurableCheckpointPolicy, type DurableCheckpointWriteInfo } from '../src/core/checkpoint/index.js';
 import { DurableSessionJournal } from '../src/core/journal/index.js';
 import type { DurableEventStore } from '../src/core/store.js';
 import { CommandId, SessionId } from '../src/protocol/ids.js';
@@ -43,10 +60,17 @@ const EDGE_EVENTS = Number(process.env['CHECKPOINT_BENCH_EDGE_EVENTS'] ?? 100_00
 const SMALL = 1000;
 const OPEN_REPEATS = Number(process.env['CHECKPOINT_BENCH_REPEATS'] ?? 9);
 const HISTORY = 100_000;
-const COMMIT_SLICES = Number(process.env["CHECKPOINT_BENCH_SLICES"] ?? 64);
-const COMMITS_PER_SLICE = 60;
-/** Independent on/off comparisons per backend; the median is the figure. */
-const TP_ROUNDS = Number(process.env['CHECKPOINT_BENCH_ROUNDS'] ?? 3);
+/** Measured checkpoint periods of the throughput comparison (CHECKPOINT_BENCH_PERIODS overrides both). */
+const TP_PERIODS = { memory: 30, file: 15 };
+/** Rounds of the throughput comparison: the roles rotate over the three stores. */
+const TP_ROUNDS = 3;
+/** Unmeasured periods at the start of each round (JIT, first buffers). */
+const TP_WARMUP = 1;
+const EVENTS_PER_COMMIT = 5;
+/** Commits per side and period: one checkpoint period of the default policy. */
+const SLICE_COMMITS = Math.ceil(DEFAULT_CHECKPOINT_EVERY_EVENTS / EVENTS_PER_COMMIT);
+/** Turns per side and period. */
+const SUB_SLICES = 20;
 const EDGE_RESTARTS = 5;
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'checkpoint-bench-'));
@@ -139,61 +163,194 @@ async function openBench(backend: Backend, events: number): Promise<void> {
   });
 }
 
+/** Per-slice measurements of one side of the throughput comparison. */
+type Side = { label: string; journal: DurableSessionJournal | null; wall: number[]; cpu: number[] };
+
+/** The six orders of three sides: every side runs first, second and third equally often. */
+const ORDERS = [
+  [0, 1, 2],
+  [1, 2, 0],
+  [2, 0, 1],
+  [0, 2, 1],
+  [2, 1, 0],
+  [1, 0, 2],
+] as const;
+
+/**
+ * A full garbage collection, run between periods outside their time, so that each period starts
+ * from the same heap rather than inheriting the previous one's collection debt.
+ */
+const collectGarbage: () => void = (() => {
+  v8.setFlagsFromString('--expose-gc');
+  // SAFETY: `--expose-gc` (set just above) makes `gc` a global function in new contexts.
+  return runInNewContext('gc') as () => void;
+})();
+
+/** The `q` quantile (0..1) of `values`, by the nearest rank. */
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(q * (sorted.length - 1))))] ?? NaN;
+}
+const spread = (values: number[]): string => `${quantile(values, 0.25).toFixed(3)}-${quantile(values, 0.75).toFixed(3)}`;
+
 async function throughputBench(backend: Backend, history: number): Promise<void> {
-  // Each side has a store (and, for SQLite, a database file) of its own, built the same way: in
-  // one shared database the session whose key sorts first takes b-tree inserts in the middle of
-  // the index while the other appends at its right edge, a bias of up to 10% in an A/A run.
-  const withId = SessionId(`tp-${backend.name}`);
-  const withoutId = SessionId(`tp-${backend.name}`);
-  const withStore = backend.fresh('with');
-  const withoutStore = backend.fresh('without');
-  await appendCycles(withStore, withId, 0, Math.ceil(history / 5), 200);
-  await appendCycles(withoutStore, withoutId, 0, Math.ceil(history / 5), 200);
-  // CHECKPOINT_BENCH_AA=1 turns checkpoints off on both sides: the ratio then shows the bench's own noise.
+  const periods = Number(process.env['CHECKPOINT_BENCH_PERIODS'] ?? (backend.name === 'memory' ? TP_PERIODS.memory : TP_PERIODS.file));
+  // Three stores (and, for SQLite and JSONL, files) built the same way, and three roles: 'with'
+  // writes checkpoints by the default policy, 'off-a' and 'off-b' write none. Identical stores are
+  // not equally fast: A/A runs showed one file or heap 10% faster than its twin for a whole run, in
+  // either direction. So the roles rotate over the stores in TP_ROUNDS rounds (a Latin square: every
+  // store plays every role once), each round on journals opened afresh. (In one shared database
+  // the session whose key sorts first takes b-tree inserts in the middle of the index while the
+  // other appends at its right edge, a bias of up to 10% in an A/A run: hence a store each.)
+  // CHECKPOINT_BENCH_AA=1 turns checkpoints off on 'with' too: every row is then an A/A row.
   const aa = process.env['CHECKPOINT_BENCH_AA'] === '1';
-  const withJournal = await DurableSessionJournal.open(withStore, withId, { pageSize: 1000, ...(aa ? { checkpoints: false } : {}) });
-  const withoutJournal = await DurableSessionJournal.open(withoutStore, withoutId, { pageSize: 1000, checkpoints: false });
-  await withJournal.flushCheckpoints();
-  const store = withStore;
-  const writesBefore = (await (store as unknown as { readCheckpoint(id: SessionId): Promise<{ sequence: number } | null> }).readCheckpoint(withId))?.sequence ?? 0;
-  let next = 1_000_000;
-  const slice = async (journal: DurableSessionJournal, prefix: string): Promise<number> => {
-    const start = performance.now();
-    for (let index = 0; index < COMMITS_PER_SLICE; index++) await journal.commit(commandOf(next++, prefix));
-    return performance.now() - start;
-  };
-  // Independent rounds, each a full alternation ending with the checkpoint writes it caused; the
-  // median round is reported (every round pays its own checkpoints, so none is left out).
-  const rounds: Array<{ withMs: number; withoutMs: number; flushMs: number }> = [];
-  for (let round = 0; round < TP_ROUNDS; round++) {
-    let withMs = 0;
-    let withoutMs = 0;
-    for (let index = 0; index < COMMIT_SLICES; index++) {
-      if (index % 2 === 0) {
-        withoutMs += await slice(withoutJournal, 'without');
-        withMs += await slice(withJournal, 'with');
-      } else {
-        withMs += await slice(withJournal, 'with');
-        withoutMs += await slice(withoutJournal, 'without');
-      }
-    }
-    // Checkpoint writes run after commits return; their cost lands in the measured loop only through
-    // the event loop. Waiting for the last one here keeps the comparison honest about the work done.
-    const [flushMs] = await timed(() => withJournal.flushCheckpoints());
-    rounds.push({ withMs: withMs + flushMs, withoutMs, flushMs });
+  const writes: DurableCheckpointWriteInfo[] = [];
+  let counting = false;
+  const sessionId = SessionId(`tp-${backend.name}`);
+  const stores: Closable[] = [];
+  for (const label of ['a', 'b', 'c']) {
+    const store = backend.fresh(label);
+    await appendCycles(store, sessionId, 0, Math.ceil(history / 5), 200);
+    stores.push(store);
   }
-  const writesAfter = (await (store as unknown as { readCheckpoint(id: SessionId): Promise<{ sequence: number } | null> }).readCheckpoint(withId))?.sequence ?? 0;
-  withStore.close?.();
-  withoutStore.close?.();
-  const ratios = rounds.map((r) => r.withMs / r.withoutMs);
-  const middle = rounds[ratios.indexOf(median(ratios))] ?? rounds[0];
-  const events = COMMIT_SLICES * COMMITS_PER_SLICE * 5;
-  results.push({
-    name: `${backend.name}: commit throughput, checkpoints on / off (history ${history}, ${events} events each, median of ${TP_ROUNDS} rounds)`,
-    ratio: median(ratios),
-    target: 1.05,
-    detail: `rounds ${ratios.map((r) => r.toFixed(2)).join(' / ')}; median round ${((events / (middle?.withMs ?? NaN)) * 1000).toFixed(0)} vs ${((events / (middle?.withoutMs ?? NaN)) * 1000).toFixed(0)} events/s, its checkpoint writes ${middle?.flushMs.toFixed(0)} ms; checkpoint moved ${writesBefore} -> ${writesAfter}`,
+  const withPolicy: DurableCheckpointPolicy = {
+    ...(JSON.parse(process.env['CHECKPOINT_BENCH_POLICY'] ?? '{}') as DurableCheckpointPolicy),
+    onWrite: (write) => {
+      if (counting) writes.push(write);
+    },
+    onWriteError: (error) => console.error(error),
+  };
+  const sides: Side[] = ['with', 'off-a', 'off-b'].map((label) => ({ label, journal: null, wall: [], cpu: [] }));
+  let next = 1_000_000;
+  // Old-generation collections: their cost is set by the live heap of all three stores, and each
+  // lands whole (tens of milliseconds) in whichever slice triggers it, so they are timed and taken
+  // out of that slice. Young-generation collections stay in the slices that made the garbage.
+  const majorGcs: Array<{ start: number; end: number }> = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry.detail as { kind?: number } | undefined)?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) majorGcs.push({ start: entry.startTime, end: entry.startTime + entry.duration });
+    }
   });
+  observer.observe({ entryTypes: ['gc'] });
+  const slices: Array<{ side: number; period: number; start: number; end: number }> = [];
+  const slice = async (side: Side, commits: number): Promise<[number, number, number, number]> => {
+    const cpuStart = process.cpuUsage();
+    const start = performance.now();
+    const journal = side.journal as DurableSessionJournal;
+    for (let index = 0; index < commits; index++) await journal.commit(commandOf(next++, side.label));
+    // A write this slice made due runs before the slice ends: no slice pays for another side's.
+    await journal.flushCheckpoints();
+    const end = performance.now();
+    const cpu = process.cpuUsage(cpuStart);
+    return [end - start, (cpu.user + cpu.system) / 1000, start, end];
+  };
+  // One period is SLICE_COMMITS commits per side: exactly one checkpoint of the default policy (while
+  // head / 64 stays below DEFAULT_CHECKPOINT_EVERY_EVENTS). Within a period the three sides take
+  // turns every SLICE_COMMITS / SUB_SLICES commits (about 10 ms on memory), rotating through all
+  // six orders, so the machine's load, which changes over hundreds of milliseconds, weighs on all
+  // three alike. Each side's period total, which includes its checkpoint write whole, gives one
+  // ratio per period; the median over periods is the figure.
+  let turn = 0;
+  let measured = 0;
+  for (let round = 0; round < TP_ROUNDS; round++) {
+    counting = false;
+    for (const [role, side] of sides.entries()) {
+      const store = stores[(round + role) % stores.length] as Closable;
+      const checkpoints = role === 0 && !aa ? withPolicy : false;
+      side.journal = await DurableSessionJournal.open(store, sessionId, { pageSize: 1000, checkpoints });
+      // The first checkpoint of a 'with' journal covers the whole log it just folded: not measured.
+      await side.journal.flushCheckpoints();
+    }
+    const roundPeriods = Math.round(((round + 1) * periods) / TP_ROUNDS) - Math.round((round * periods) / TP_ROUNDS);
+    for (let period = -TP_WARMUP; period < roundPeriods; period++) {
+      collectGarbage();
+      const wall = [0, 0, 0];
+      const cpu = [0, 0, 0];
+      counting = period >= 0;
+      for (let sub = 0; sub < SUB_SLICES; sub++) {
+        const commits = Math.floor(((sub + 1) * SLICE_COMMITS) / SUB_SLICES) - Math.floor((sub * SLICE_COMMITS) / SUB_SLICES);
+        for (const index of ORDERS[turn++ % ORDERS.length] ?? ORDERS[0]) {
+          const [w, c, start, end] = await slice(sides[index] as Side, commits);
+          if (counting) slices.push({ side: index, period: measured, start, end });
+          wall[index] = (wall[index] ?? 0) + w;
+          cpu[index] = (cpu[index] ?? 0) + c;
+        }
+      }
+      if (!counting) continue;
+      measured++;
+      sides.forEach((side, index) => {
+        side.wall.push(wall[index] ?? NaN);
+        side.cpu.push(cpu[index] ?? NaN);
+      });
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, 10)); // let the observer deliver the last entries
+  observer.disconnect();
+  let gcMs = 0;
+  for (const gc of majorGcs) {
+    const hit = slices.find((s) => s.start <= gc.start && gc.start < s.end);
+    if (hit === undefined) continue;
+    const ms = Math.min(gc.end, hit.end) - gc.start;
+    gcMs += ms;
+    const side = sides[hit.side] as Side;
+    side.wall[hit.period] = (side.wall[hit.period] ?? NaN) - ms;
+    side.cpu[hit.period] = (side.cpu[hit.period] ?? NaN) - ms;
+  }
+  console.log(`  ${backend.name}: ${majorGcs.length} old-generation collections, ${gcMs.toFixed(0)} ms of them inside slices (taken out)`);
+  const [withSide, offA, offB] = sides as [Side, Side, Side];
+  if (process.env['CHECKPOINT_BENCH_DUMP'] === '1') {
+    for (const side of sides) console.log(`  ${side.label} wall ${side.wall.map((ms) => ms.toFixed(0)).join(' ')}`);
+    for (const side of sides) console.log(`  ${side.label} cpu  ${side.cpu.map((ms) => ms.toFixed(0)).join(' ')}`);
+  }
+  const head = Math.max(...sides.map((side) => side.journal?.getHeadSequence() ?? 0));
+  for (const store of stores) store.close?.();
+  if (!aa && Math.ceil(head / DEFAULT_CHECKPOINT_SPACING_DIVISOR) > DEFAULT_CHECKPOINT_EVERY_EVENTS) {
+    console.warn(`  ${backend.name}: the head grew past the spacing limit; slices no longer hold one checkpoint each`);
+  }
+  const ratios = (a: number[], b: number[]): number[] => a.map((value, index) => value / (b[index] ?? NaN));
+  const events = SLICE_COMMITS * EVENTS_PER_COMMIT;
+  const what = `history ${history}, ${periods} periods of ${events} events per side`;
+  const perSecond = (ms: number[]): string => ((events / median(ms)) * 1000).toFixed(0);
+  const withWall = ratios(withSide.wall, offA.wall);
+  const aaWall = ratios(offB.wall, offA.wall);
+  const withCpu = ratios(withSide.cpu, offA.cpu);
+  const aaCpu = ratios(offB.cpu, offA.cpu);
+  results.push({
+    name: `${backend.name}: commit throughput, checkpoints on / off, wall time (${what})`,
+    ratio: median(withWall),
+    target: 1.05,
+    detail: `median of per-period ratios, quartiles ${spread(withWall)}; median slice ${perSecond(withSide.wall)} vs ${perSecond(offA.wall)} events/s`,
+  });
+  results.push({
+    name: `${backend.name}: A/A in the same run, off / off, wall time`,
+    ratio: median(aaWall),
+    target: NaN,
+    detail: `the bench's own noise: quartiles ${spread(aaWall)} (informational)`,
+  });
+  results.push({
+    name: `${backend.name}: the same, process CPU time (all threads), checkpoints on / off`,
+    ratio: median(withCpu),
+    target: NaN,
+    detail: `quartiles ${spread(withCpu)}; A/A off / off ${median(aaCpu).toFixed(3)}, quartiles ${spread(aaCpu)} (informational)`,
+  });
+  if (!aa) {
+    const total = (pick: (write: DurableCheckpointWriteInfo) => number): number => writes.reduce((sum, write) => sum + pick(write), 0);
+    const withMs = withSide.wall.reduce((sum, ms) => sum + ms, 0);
+    // On memory and SQLite the store call is synchronous main-thread work (a copy, an insert); on
+    // JSONL it is mostly waiting for a temp file's write and fsync in the thread pool.
+    const mainThread = total((w) => w.captureMs + w.encodeMs) + (backend.name === 'jsonl' ? 0 : total((w) => w.storeMs));
+    const perWrite = (pick: (write: DurableCheckpointWriteInfo) => number): string => (total(pick) / Math.max(1, writes.length)).toFixed(2);
+    results.push({
+      name: `${backend.name}: time in checkpoint writes / time of the 'with' slices, as a slowdown (1 + share of the rest)`,
+      ratio: withMs / (withMs - mainThread),
+      target: NaN,
+      detail:
+        `${writes.length} writes of ${(total((w) => w.bytes) / Math.max(1, writes.length) / 1024).toFixed(0)} KB (${perWrite((w) => w.addedKeys)} new of ${writes.at(-1)?.keys ?? 0} keys); ` +
+        `per write: capture ${perWrite((w) => w.captureMs)} ms, encode ${perWrite((w) => w.encodeMs)} ms, store call ${perWrite((w) => w.storeMs)} ms` +
+        `${backend.name === 'jsonl' ? ' (not counted: off the main thread)' : ''}; ${mainThread.toFixed(0)} of ${withMs.toFixed(0)} ms (informational)`,
+    });
+  }
 }
 
 async function http(base: URL, method: string, pathname: string, body?: unknown): Promise<unknown> {
