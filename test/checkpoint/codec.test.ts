@@ -108,6 +108,17 @@ describe('checkpoint codec (format 2)', () => {
     expect(Array.from(HashedKeyFilter.EMPTY.withKeys(new Set(keys)).hashes)).toEqual(Array.from(new Float64Array(new Set(expected)).sort()));
   });
 
+  it('sorts large batches of new hashes (radix sort) exactly as the native sort does', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ maxLength: 12 }), { minLength: 1024, maxLength: 3000 }), fc.integer({ min: 0, max: 50 }), (keys, repeats) => {
+        const batch = [...keys, ...keys.slice(0, repeats)]; // equal hashes too
+        const expected = Float64Array.from(batch.map(hashKey)).sort();
+        expect(Array.from(HashedKeyFilter.EMPTY.withKeysInto(batch, (count) => new Float64Array(count)).hashes)).toEqual(Array.from(expected));
+      }),
+      { numRuns: 20 },
+    );
+  });
+
   it('a single changed filter entry always changes the word sum', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 0xffffffff }), { minLength: 2, maxLength: 2 }), fc.integer({ min: 0, max: 63 }), ([lo, hi], bit) => {

@@ -153,11 +153,80 @@ function sortedHashes(keys: Iterable<string>): Float64Array {
         start = end;
       }
     }
-    return hashes.sort();
+    return sortHashes(hashes);
   }
   const added: number[] = [];
   for (const key of keys) added.push(hashKey(key));
   return Float64Array.from(added).sort();
+}
+
+/** Below this many hashes the native sort is as fast as the radix sort and needs no scratch. */
+const RADIX_MIN = 1024;
+/** Radix digits: 11 bits (2,048 buckets), five passes over a 53-bit hash (32 + 21 bits). */
+const DIGIT_BITS = 11;
+const BUCKETS = 1 << DIGIT_BITS;
+const DIGIT_MASK = BUCKETS - 1;
+const counts = new Uint32Array(BUCKETS);
+/** Scratch of {@link sortHashes}: the low and high 32 bits of each hash, and the other side of each pass. */
+let radixLow = new Uint32Array(0);
+let radixHigh = new Uint32Array(0);
+let radixLowOut = new Uint32Array(0);
+let radixHighOut = new Uint32Array(0);
+
+/**
+ * Sorts 53-bit hashes (non-negative integers, exact doubles) in place, ascending: the order of
+ * `Float64Array.prototype.sort`. A checkpoint sorts the few thousand IDs of one period; the native
+ * comparison sort took about 85 ns per hash there, a least-significant-digit radix sort over the
+ * hashes' two 32-bit halves (five passes of 11-bit digits, stable) takes a fraction of it.
+ */
+function sortHashes(hashes: Float64Array): Float64Array {
+  const n = hashes.length;
+  if (n < RADIX_MIN) return hashes.sort();
+  if (radixLow.length < n) {
+    const size = Math.max(n, 2 * radixLow.length);
+    radixLow = new Uint32Array(size);
+    radixHigh = new Uint32Array(size);
+    radixLowOut = new Uint32Array(size);
+    radixHighOut = new Uint32Array(size);
+  }
+  let low = radixLow;
+  let high = radixHigh;
+  let lowOut = radixLowOut;
+  let highOut = radixHighOut;
+  for (let index = 0; index < n; index++) {
+    // SAFETY: index < n.
+    const value = hashes[index] as number;
+    const top = Math.floor(value / 4294967296);
+    high[index] = top;
+    low[index] = value - top * 4294967296;
+  }
+  // Passes 0-2 sort by the low half (bits 0-10, 11-21, 22-31), passes 3-4 by the high half.
+  for (let pass = 0; pass < 5; pass++) {
+    const shift = (pass % 3) * DIGIT_BITS;
+    const keys = pass < 3 ? low : high;
+    counts.fill(0);
+    for (let index = 0; index < n; index++) {
+      const digit = ((keys[index] as number) >>> shift) & DIGIT_MASK;
+      counts[digit] = (counts[digit] as number) + 1;
+    }
+    let offset = 0;
+    for (let digit = 0; digit < BUCKETS; digit++) {
+      const count = counts[digit] as number;
+      counts[digit] = offset;
+      offset += count;
+    }
+    for (let index = 0; index < n; index++) {
+      const digit = ((keys[index] as number) >>> shift) & DIGIT_MASK;
+      const target = counts[digit] as number;
+      counts[digit] = target + 1;
+      lowOut[target] = low[index] as number;
+      highOut[target] = high[index] as number;
+    }
+    [low, lowOut] = [lowOut, low];
+    [high, highOut] = [highOut, high];
+  }
+  for (let index = 0; index < n; index++) hashes[index] = (high[index] as number) * 4294967296 + (low[index] as number);
+  return hashes;
 }
 
 /** The bytes of `hashes` as 32-bit words (for {@link addWords}). */
