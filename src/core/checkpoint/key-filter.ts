@@ -177,7 +177,7 @@ let radixHighOut = new Uint32Array(0);
  * Sorts 53-bit hashes (non-negative integers, exact doubles) in place, ascending: the order of
  * `Float64Array.prototype.sort`. A checkpoint sorts the few thousand IDs of one period; the native
  * comparison sort took about 85 ns per hash there, a least-significant-digit radix sort over the
- * hashes' two 32-bit halves (five passes of 11-bit digits, stable) takes a fraction of it.
+ * hashes' two 32-bit halves (five passes of 11-bit digits, stable) takes about half of that.
  */
 function sortHashes(hashes: Float64Array): Float64Array {
   const n = hashes.length;
