@@ -23,6 +23,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import {
   checkCheckpointRecord,
+  reuseCheckpointBuffer,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../../core/checkpoint/contract.js';
@@ -124,6 +125,8 @@ export class JsonlDurableEventStore
   readonly #handles = new Map<string, SessionHandle>();
   /** The handle last moved to the end of {@link #handles} (the most recently used one). */
   #lastUsed: SessionHandle | undefined;
+  /** A buffer for the next checkpoint write's private copy, free while no write holds it. */
+  #checkpointSpare: ArrayBuffer | null = null;
 
   /** Throws `DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS')` for invalid options. */
   constructor(storageRoot: string, options: JsonlDurableEventStoreOptions = {}) {
@@ -251,9 +254,22 @@ export class JsonlDurableEventStore
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
     const id = checkSessionId(sessionId);
-    const checked = checkCheckpointRecord(record);
+    const lent = checkCheckpointRecord(record, false);
+    // A private copy (the caller's bytes are lent for the call only), in a buffer this write holds
+    // alone until it settled, then the next one reuses it: a fresh copy of a few megabytes cost
+    // more in first-touch page faults (about 10 ms per 1.8 MB on a busy VM) than the file write.
+    const buffer = reuseCheckpointBuffer(this.#checkpointSpare, lent.data.length);
+    this.#checkpointSpare = null;
+    const checked = { ...lent, data: new Uint8Array(buffer, 0, lent.data.length) };
+    checked.data.set(lent.data);
     const file = this.pathsOf(id).checkpoint;
-    const temp = await prepareCheckpointFile(file, checked);
+    let temp: string;
+    try {
+      temp = await prepareCheckpointFile(file, checked);
+    } finally {
+      // The temp file holds the bytes now (or the write failed): the buffer is free.
+      if (this.#checkpointSpare === null || this.#checkpointSpare.byteLength < buffer.byteLength) this.#checkpointSpare = buffer;
+    }
     let committed = false;
     try {
       await this.#locked(id, options?.signal, true, async (handle) => {
