@@ -268,7 +268,7 @@ export class JsonlDurableEventStore
       temp = await prepareCheckpointFile(file, checked);
     } finally {
       // The temp file holds the bytes now (or the write failed): the buffer is free.
-      if (this.#checkpointSpare === null || this.#checkpointSpare.byteLength < buffer.byteLength) this.#checkpointSpare = buffer;
+      this.#releaseCheckpointBuffer(buffer);
     }
     let committed = false;
     try {
@@ -287,6 +287,12 @@ export class JsonlDurableEventStore
     } finally {
       if (!committed) await discardCheckpointFile(temp);
     }
+  }
+
+  /** Keeps the larger of `buffer` and the spare one (another write may have returned its own meanwhile). */
+  #releaseCheckpointBuffer(buffer: ArrayBuffer): void {
+    const spare = this.#checkpointSpare;
+    if (spare === null || spare.byteLength < buffer.byteLength) this.#checkpointSpare = buffer;
   }
 
   /** {@inheritDoc DurableEventStore.read} */
