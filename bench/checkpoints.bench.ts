@@ -16,14 +16,15 @@
  *    every 'with' period pays for exactly one checkpoint write, whole (each turn waits for the writes
  *    it caused). Inside a period the sides take turns every 41 commits (about 10 ms on memory),
  *    rotating through all six orders, so the machine's changing load falls on all three alike. A
- *    full garbage collection runs between periods, outside the time, and an old-generation
- *    collection inside a turn is taken out of it (its cost is set by all three stores' heaps). Each
+ *    full garbage collection runs between periods, outside the time, an old-generation collection
+ *    inside a turn is taken out of it (its cost is set by all three stores' heaps), and every turn
+ *    ends with a young-generation collection of its own garbage, inside its time. Each
  *    period gives a ratio with / off-a and an A/A ratio off-b / off-a, printed side by side with
  *    their quartiles, in wall time (the target) and in process CPU time; the medians are the
  *    figures. A last row sums the writes' own time (the policy's `onWrite` report: capture, encode,
  *    and the store call where it runs on the main thread) over the 'with' side's time: this share
  *    is measured directly, not as a difference of two noisy times. Periods:
- *    CHECKPOINT_BENCH_PERIODS (default 30 on memory, 15 on SQLite and JSONL);
+ *    CHECKPOINT_BENCH_PERIODS (default 45 on memory, 15 on SQLite and JSONL);
  *    CHECKPOINT_BENCH_POLICY='{"everyEvents":...}' overrides the 'with' policy (to split the cost
  *    of tracking from that of writing); CHECKPOINT_BENCH_AA=1 turns checkpoints off on 'with' too;
  *    CHECKPOINT_BENCH_DUMP=1 prints every period.
@@ -61,7 +62,7 @@ const SMALL = 1000;
 const OPEN_REPEATS = Number(process.env['CHECKPOINT_BENCH_REPEATS'] ?? 9);
 const HISTORY = 100_000;
 /** Measured checkpoint periods of the throughput comparison (CHECKPOINT_BENCH_PERIODS overrides both). */
-const TP_PERIODS = { memory: 30, file: 15 };
+const TP_PERIODS = { memory: 45, file: 15 };
 /** Rounds of the throughput comparison: the roles rotate over the three stores. */
 const TP_ROUNDS = 3;
 /** Unmeasured periods at the start of each round (JIT, first buffers). */
@@ -180,11 +181,14 @@ const ORDERS = [
  * A full garbage collection, run between periods outside their time, so that each period starts
  * from the same heap rather than inheriting the previous one's collection debt.
  */
-const collectGarbage: () => void = (() => {
+const gc: (options?: { type: 'minor' | 'major' }) => void = (() => {
   v8.setFlagsFromString('--expose-gc');
   // SAFETY: `--expose-gc` (set just above) makes `gc` a global function in new contexts.
-  return runInNewContext('gc') as () => void;
+  return runInNewContext('gc') as (options?: { type: 'minor' | 'major' }) => void;
 })();
+const collectGarbage = (): void => gc();
+/** A young-generation collection (a scavenge). */
+const collectYoung = (): void => gc({ type: 'minor' });
 
 /** The `q` quantile (0..1) of `values`, by the nearest rank. */
 function quantile(values: number[], q: number): number {
@@ -241,6 +245,10 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
     for (let index = 0; index < commits; index++) await journal.commit(commandOf(next++, side.label));
     // A write this slice made due runs before the slice ends: no slice pays for another side's.
     await journal.flushCheckpoints();
+    // So does the young-generation collection of the garbage it made (the young generation then
+    // holds only this turn's objects, so a collection inside the turn is its own too): left to
+    // chance, these land in whichever side's turn fills the nursery, a noise of about 10% per period.
+    collectYoung();
     const end = performance.now();
     const cpu = process.cpuUsage(cpuStart);
     return [end - start, (cpu.user + cpu.system) / 1000, start, end];
@@ -306,7 +314,7 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   const head = Math.max(...sides.map((side) => side.journal?.getHeadSequence() ?? 0));
   for (const store of stores) store.close?.();
   if (!aa && Math.ceil(head / DEFAULT_CHECKPOINT_SPACING_DIVISOR) > DEFAULT_CHECKPOINT_EVERY_EVENTS) {
-    console.warn(`  ${backend.name}: the head grew past the spacing limit; slices no longer hold one checkpoint each`);
+    console.warn(`  ${backend.name}: the head grew past the spacing limit; periods no longer hold one checkpoint each`);
   }
   const ratios = (a: number[], b: number[]): number[] => a.map((value, index) => value / (b[index] ?? NaN));
   const events = SLICE_COMMITS * EVENTS_PER_COMMIT;
@@ -320,7 +328,7 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
     name: `${backend.name}: commit throughput, checkpoints on / off, wall time (${what})`,
     ratio: median(withWall),
     target: 1.05,
-    detail: `median of per-period ratios, quartiles ${spread(withWall)}; median slice ${perSecond(withSide.wall)} vs ${perSecond(offA.wall)} events/s`,
+    detail: `median of per-period ratios, quartiles ${spread(withWall)}; median period ${perSecond(withSide.wall)} vs ${perSecond(offA.wall)} events/s`,
   });
   results.push({
     name: `${backend.name}: A/A in the same run, off / off, wall time`,
