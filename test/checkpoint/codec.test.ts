@@ -11,7 +11,7 @@ import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
 import { CHECKPOINT_FORMAT, decodeCheckpoint, encodeCheckpoint, encodeCheckpointAdding, type DecodedCheckpoint } from '../../src/core/checkpoint/codec.js';
 import type { DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
 import { addWords, EMPTY_WORD_SUM, hashBytes, hashKey } from '../../src/core/checkpoint/hash.js';
-import { HashedKeyFilter } from '../../src/core/checkpoint/key-filter.js';
+import { HashedKeyFilter, RADIX_SCRATCH_KEEP, radixScratchSize } from '../../src/core/checkpoint/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { ID_SPACE } from '../../src/core/projector/fold-state.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
@@ -117,6 +117,20 @@ describe('checkpoint codec (format 2)', () => {
       }),
       { numRuns: 20 },
     );
+  });
+
+  it('keeps radix scratch for a period-sized batch but drops the scratch of a huge one', () => {
+    const keysOf = (count: number, tag: string): string[] => Array.from({ length: count }, (_, index) => `${tag}:${index}`);
+    const sortOf = (keys: string[]): number[] => Array.from(HashedKeyFilter.EMPTY.withKeysInto(keys, (count) => new Float64Array(count)).hashes);
+    const small = keysOf(5000, 'small');
+    expect(sortOf(small)).toEqual(Array.from(Float64Array.from(small.map(hashKey)).sort()));
+    const kept = radixScratchSize();
+    expect(kept).toBeGreaterThanOrEqual(5000);
+    expect(kept).toBeLessThanOrEqual(RADIX_SCRATCH_KEEP);
+    const huge = keysOf(RADIX_SCRATCH_KEEP + 1000, 'huge');
+    expect(sortOf(huge)).toEqual(Array.from(Float64Array.from(huge.map(hashKey)).sort()));
+    expect(radixScratchSize()).toBe(0);
+    expect(sortOf(small)).toEqual(Array.from(Float64Array.from(small.map(hashKey)).sort()));
   });
 
   it('a single changed filter entry always changes the word sum', () => {

@@ -167,6 +167,13 @@ const DIGIT_BITS = 11;
 const BUCKETS = 1 << DIGIT_BITS;
 const DIGIT_MASK = BUCKETS - 1;
 const counts = new Uint32Array(BUCKETS);
+/**
+ * Scratch of {@link sortHashes} (16 bytes per hash) is kept between writes up to this many hashes (1 MiB):
+ * a period's batch fits; the one-off batch of a first checkpoint over a long log (every ID of the
+ * session) is sorted in scratch that is dropped right after, so a Durable Object does not hold tens
+ * of megabytes for the rest of its life.
+ */
+export const RADIX_SCRATCH_KEEP = 65_536;
 /** Scratch of {@link sortHashes}: the low and high 32 bits of each hash, and the other side of each pass. */
 let radixLow = new Uint32Array(0);
 let radixHigh = new Uint32Array(0);
@@ -183,7 +190,7 @@ function sortHashes(hashes: Float64Array): Float64Array {
   const n = hashes.length;
   if (n < RADIX_MIN) return hashes.sort();
   if (radixLow.length < n) {
-    const size = Math.max(n, 2 * radixLow.length);
+    const size = n > RADIX_SCRATCH_KEEP ? n : Math.min(RADIX_SCRATCH_KEEP, Math.max(n, 2 * radixLow.length));
     radixLow = new Uint32Array(size);
     radixHigh = new Uint32Array(size);
     radixLowOut = new Uint32Array(size);
@@ -226,7 +233,15 @@ function sortHashes(hashes: Float64Array): Float64Array {
     [high, highOut] = [highOut, high];
   }
   for (let index = 0; index < n; index++) hashes[index] = (high[index] as number) * 4294967296 + (low[index] as number);
+  if (radixLow.length > RADIX_SCRATCH_KEEP) {
+    radixLow = radixHigh = radixLowOut = radixHighOut = new Uint32Array(0);
+  }
   return hashes;
+}
+
+/** Hashes of scratch {@link sortHashes} keeps between calls (for tests). */
+export function radixScratchSize(): number {
+  return radixLow.length;
 }
 
 /** The bytes of `hashes` as 32-bit words (for {@link addWords}). */
