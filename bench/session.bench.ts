@@ -21,7 +21,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { JsonlDurableEventStore, SqliteDurableEventStore } from '../src/advanced.js';
 import {
-  CommandId,
   DurableSessionJournal,
   type EventId,
   MemoryDurableEventStore,
@@ -32,6 +31,7 @@ import {
   type DurableEventStore,
   type EventSequence,
 } from '../src/index.js';
+import { commitThroughJournal, type RecordedBatches } from './journal-floor.js';
 import { createScriptedModel, createSession, defineTool, resumeSession, type SessionOptions } from '../src/session.js';
 
 const RESUME_EVENTS = 10_000;
@@ -84,26 +84,9 @@ async function appendBatches(store: DurableEventStore, batches: readonly Durable
   for (const batch of batches) head = (await store.append(sessionId, batch, { expectedLastSequence: head })).lastSequence;
 }
 
-/**
- * The same commands committed through a bare `DurableSessionJournal` (no Session, model or tool):
- * the journal's own work per command (validation, preview on the projector, fold) that the issue's
- * Session must go through. Causation links are mapped to the new session's event IDs.
- */
-async function journalCommits(store: DurableEventStore, batches: readonly DurableEventDraft[][], eventIds: readonly EventId[][]): Promise<void> {
-  const journal = await DurableSessionJournal.open(store, SessionId(nextSession('journal')));
-  const mapped = new Map<string, EventId>();
-  for (const [index, batch] of batches.entries()) {
-    const events = batch.map(({ commandId: _commandId, ...draft }) => {
-      const causation = draft.causationEventId === undefined ? undefined : mapped.get(draft.causationEventId);
-      // SAFETY: the same draft with its causation link pointed at the new session's event.
-      return (causation === undefined ? draft : { ...draft, causationEventId: causation }) as DurableEventDraft;
-    });
-    const result = await journal.commit({ commandId: CommandId(`command-${index}`), events });
-    result.events.forEach((event, at) => {
-      const old = eventIds[index]?.[at];
-      if (old !== undefined) mapped.set(old, event.eventId);
-    });
-  }
+/** The same commands through a bare `DurableSessionJournal` on a new session (see `journal-floor.ts`). */
+async function journalCommits(store: DurableEventStore, recorded: RecordedBatches): Promise<void> {
+  await commitThroughJournal(await DurableSessionJournal.open(store, SessionId(nextSession('journal'))), recorded);
 }
 
 async function timed(run: () => Promise<void>): Promise<number> {
@@ -211,7 +194,7 @@ async function benchTurn(backend: Backend): Promise<void> {
       for (let i = 0; i < backend.requestsPerSlice; i++) await appendBatches(store, batches);
     },
     async () => {
-      for (let i = 0; i < backend.requestsPerSlice; i++) await journalCommits(store, batches, eventIds);
+      for (let i = 0; i < backend.requestsPerSlice; i++) await journalCommits(store, { batches, eventIds });
     },
   );
   notes.push(

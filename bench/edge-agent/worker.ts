@@ -22,11 +22,12 @@ import { createScriptedModel } from '../../src/session/scripted-model.js';
 import { createSession, defineTool } from '../../src/session/session.js';
 import type { Session } from '../../src/session/types.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
-import { CommandId, type EventId } from '../../src/protocol/ids.js';
+import type { EventId } from '../../src/protocol/ids.js';
 import { DurableSessionJournal } from '../../src/core/journal/journal.js';
+import { commitThroughJournal, type RecordedBatches } from '../journal-floor.js';
 
 /** One timed turn's committed batches (as drafts) and the event IDs they got. */
-interface TurnRecord {
+interface TurnRecord extends RecordedBatches {
   batches: DurableEventDraft[][];
   eventIds: string[][];
 }
@@ -148,27 +149,11 @@ export class SessionObject extends LedgerSessionObject {
 
   /**
    * Information row: the same batches committed through a bare `DurableSessionJournal` on this
-   * object's store (validation, preview, fold; no Session, model or tool), causation links mapped
-   * to this session's event IDs: the share of the budget the journal itself takes.
+   * object's store (see `bench/journal-floor.ts`): the share of the budget the journal itself takes.
    */
   async journalBatches(sessionId: string, turn: TurnRecord): Promise<number> {
-    const id = this.bindSession(sessionId);
-    this.#journal ??= await DurableSessionJournal.open(this.store, id);
-    let written = 0;
-    for (const [index, batch] of turn.batches.entries()) {
-      const events = batch.map((draft) => {
-        const causation = draft.causationEventId === undefined ? undefined : this.#mapped.get(draft.causationEventId);
-        return causation === undefined ? draft : { ...draft, causationEventId: causation };
-      });
-      const commandId = CommandId(batch[0]?.commandId ?? `batch-${index}`);
-      const result = await this.#journal.commit({ commandId, events });
-      result.events.forEach((event, at) => {
-        const old = turn.eventIds[index]?.[at];
-        if (old !== undefined) this.#mapped.set(old, event.eventId);
-      });
-      written += result.events.length;
-    }
-    return written;
+    this.#journal ??= await DurableSessionJournal.open(this.store, this.bindSession(sessionId));
+    return commitThroughJournal(this.#journal, turn, this.#mapped);
   }
 
   /**

@@ -341,10 +341,10 @@ export class JournalLog {
       // SAFETY: #writesCheckpoints checked the capability.
       const store = this.store as unknown as DurableCheckpointStore;
       await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
-      const report = this.checkpoints.onWrite;
+      const onWrite = this.checkpoints.onWrite;
       // A throwing metrics hook is not a failed write: it is reported like one and ignored.
       try {
-        report?.({
+        onWrite?.({
           sequence: head,
           bytes: record.data.length,
           keys: keys.size,
