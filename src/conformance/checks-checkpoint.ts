@@ -105,6 +105,58 @@ const roundTrip: Check = {
   },
 };
 
+/**
+ * A record that says it extends the stored one (`extendsBytes`) reads back exactly as written,
+ * whether the store keeps extensions (`checkpointExtension`) or writes every record whole, and
+ * also when the stored record is not the prefix the writer claims.
+ */
+const extension: Check = {
+  name: 'checkpoint-store-extension',
+  requires: ['checkpoint'],
+  async run(ctx) {
+    const store = checkpointStoreOf(ctx.store);
+    const a = ctx.newSessionId();
+    await ctx.store.append(a, [{ type: 'session_created', data: {} }]);
+    const fill = (length: number, seed: number) => new Uint8Array(length).map((_, index) => (index * 31 + seed) & 0xff);
+    const concat = (head: Uint8Array, tail: Uint8Array) => {
+      const out = new Uint8Array(head.length + tail.length);
+      out.set(head);
+      out.set(tail, head.length);
+      return out;
+    };
+    const same = (actual: Uint8Array | undefined, expected: Uint8Array) =>
+      actual !== undefined && actual.length === expected.length && actual.every((value, index) => value === expected[index]);
+    const base = fill(64 * 1024, 1);
+    await store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-1'), data: base });
+    const extended = concat(base, fill(1000, 2));
+    await store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-2'), data: extended, extendsBytes: base.length });
+    let read = await store.readCheckpoint(a);
+    assert(same(read?.data, extended), 'an extension reads back as the whole record');
+    assertEqual(read?.eventId, 'x-2', 'the position of the extension');
+    assertEqual((read as { extendsBytes?: unknown } | null)?.extendsBytes, undefined, 'reads carry no extendsBytes');
+    const twice = concat(extended, fill(24, 3));
+    await store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-3'), data: twice, extendsBytes: extended.length - (extended.length % 8) });
+    assert(same((await store.readCheckpoint(a))?.data, twice), 'a second extension reads back whole');
+    // A claimed prefix the store does not hold: the record is written whole.
+    const foreign = concat(fill(4096, 9), fill(104, 4));
+    await store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-4'), data: foreign, extendsBytes: 4096 });
+    read = await store.readCheckpoint(a);
+    assert(same(read?.data, foreign), 'an extension of a record the store does not hold reads back whole');
+    assertEqual(read?.eventId, 'x-4', 'its position');
+    const longer = concat(foreign, fill(64, 5));
+    await store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-5'), data: longer, extendsBytes: foreign.length + 8 });
+    assert(same((await store.readCheckpoint(a))?.data, longer), 'an extension claiming more than the stored record reads back whole');
+    for (const extendsBytes of [12, 0, longer.length, longer.length + 8, 1.5]) {
+      await expectCode(
+        store.writeCheckpoint(a, { sequence: EventSequence(1), eventId: EventId('x-6'), data: longer, extendsBytes }),
+        'DURABLE_EVENT_INVALID_INPUT',
+        `extendsBytes ${extendsBytes}`,
+      );
+    }
+    assertEqual((await store.readCheckpoint(a))?.eventId, 'x-5', 'a refused extension changes nothing');
+  },
+};
+
 const usedOnOpen: Check = {
   name: 'checkpoint-used-on-open',
   requires: ['checkpoint'],
@@ -222,6 +274,7 @@ const aheadOfHead: Check = {
 /** Every checkpoint check. */
 export const checkpointChecks: readonly Check[] = Object.freeze([
   roundTrip,
+  extension,
   usedOnOpen,
   restartKeeps,
   stale,

@@ -13,6 +13,7 @@
 import { throwIfAborted } from '../../core/abort.js';
 import {
   checkCheckpointRecord,
+  extendsStoredRecord,
   reuseCheckpointBuffer,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
@@ -221,17 +222,27 @@ export class MemoryDurableEventStore
     return saved === null ? null : { ...saved, data: saved.data.slice() };
   }
 
-  /** Replaces the session's projection checkpoint. */
+  /** This store keeps extended checkpoint records by copying only their new bytes. */
+  readonly checkpointExtension = true;
+
+  /**
+   * Replaces the session's projection checkpoint. A record that extends the stored one
+   * (`extendsBytes`, checked against the stored bytes) copies only its new frames.
+   */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
     const id = checkSessionId(sessionId);
     const checked = checkCheckpointRecord(record, false);
     const state = this.#session(id);
+    const stored = state.checkpoint?.data;
     // Copy into the previous checkpoint's buffer when it fits (reads hand out copies, so nobody
-    // else holds it).
+    // else holds it); an extension keeps the prefix it shares with the stored record.
     const length = checked.data.length;
-    const data = new Uint8Array(reuseCheckpointBuffer(state.checkpoint?.data.buffer, length), 0, length);
-    data.set(checked.data);
+    const kept = stored !== undefined && extendsStoredRecord(stored, checked) ? (checked.extendsBytes ?? 0) : 0;
+    const buffer = reuseCheckpointBuffer(stored?.buffer, length);
+    const data = new Uint8Array(buffer, 0, length);
+    if (kept > 0 && stored !== undefined && buffer !== stored.buffer) data.set(stored.subarray(0, kept));
+    data.set(kept === 0 ? checked.data : checked.data.subarray(kept), kept);
     state.checkpoint = { sequence: checked.sequence, eventId: checked.eventId, data };
   }
 

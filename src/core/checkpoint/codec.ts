@@ -1,19 +1,21 @@
 /**
- * The bytes of a projection checkpoint.
+ * The bytes of a projection checkpoint (format 3): one or more frames.
  *
- * Layout (little-endian): `"ALCP"` magic, u32 header length, the header as UTF-8 JSON, zero
- * padding to a multiple of 8, the key filter (`keyCount` float64 hashes, sorted), and a float64
- * checksum of everything before it. A record that fails any check decodes to a reason string,
- * never to a partial checkpoint.
+ * Frame layout (little-endian, every frame starts at a multiple of 8): `"ALC3"` magic, u32 header
+ * length, u32 run length (hashes), u32 zero; the header as UTF-8 JSON; zero padding to a multiple
+ * of 8; the frame's run of key hashes (float64, sorted); a float64 checksum. The checksum hashes
+ * the frame's bytes before it, starting from the previous frame's checksum, so it chains over
+ * every byte before it.
  *
- * The checksum (format 2) is the hash of the bytes before the filter, continued with the filter's
- * order-independent word sum (`addWords`) and finished to 53 bits. The journal keeps that sum with
- * its filter and adds only the new hashes, so a write no longer hashes every key again (format 1
- * hashed all the bytes: O(total) per checkpoint). A changed byte anywhere is still detected: in the
- * header region by the byte hash, in a filter entry because the sum's mix is a bijection, and a
- * reordered filter by the sortedness check. Format 2 also hashes keys with `hashKey` (two code
- * units per round) instead of `hashString`, so format-1 filters cannot be read: such a record is
- * discarded as an unknown format and the next open folds the log and writes a format-2 one.
+ * A record is one frame (a compacted checkpoint, the only kind most stores get) or a compacted
+ * frame followed by extension frames (stores that declare `checkpointExtension`, see
+ * `contract.ts`): a writer appends a frame holding the state at its new position and one run with
+ * the IDs used since (merged with the smaller runs before it); the latest frame's header lists the
+ * live runs by byte offset. The checkpoint a record stands for is its last intact frame: a torn or
+ * damaged frame and everything after it are ignored, so a crash while a frame is being appended
+ * leaves the previous checkpoint readable. A record whose first frame fails a check decodes to a
+ * reason string, never to a partial checkpoint. Format-2 records (`"ALCP"`) read as an unknown
+ * format: the journal then folds the log and writes a format-3 record.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
@@ -22,12 +24,33 @@ import type { CommandIndexCheckpoint, CommandRange } from '../journal/command-in
 import type { FoldState, RecentEvent } from '../projector/fold-state.js';
 import { detach, seal } from '../projector/frozen-data.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import { feedHashJoined, feedWordSum, finishHash, hashBytes, hashBytesState, hashString, type RunningHashState } from './hash.js';
-import { HashedKeyFilter } from './key-filter.js';
+import { feedHashJoined, finishHash, hashBytesState, hashString, INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
+import { HashedKeyFilter, mergeRunsInto } from './key-filter.js';
 
 /** Version of this byte layout. */
-export const CHECKPOINT_FORMAT = 2;
-const MAGIC = [0x41, 0x4c, 0x43, 0x50];
+export const CHECKPOINT_FORMAT = 3;
+const MAGIC = [0x41, 0x4c, 0x43, 0x33];
+const LEGACY_MAGIC = [0x41, 0x4c, 0x43, 0x50];
+/** Magic, header length, run length, reserved. */
+const FIXED_BYTES = 16;
+
+/** One run of key hashes inside a record: byte offset of its first hash, and its length. */
+export interface CheckpointRun {
+  readonly offset: number;
+  readonly count: number;
+}
+
+/** Where a decoded or encoded record ends, for a writer that extends it. */
+export interface CheckpointExtent {
+  /** Bytes up to the end of the record's last intact frame. */
+  readonly length: number;
+  /** The checksum of that frame (the chain a next frame continues). */
+  readonly checksum: number;
+  /** The live runs of that frame. */
+  readonly runs: readonly CheckpointRun[];
+  /** Sum of the live runs' bytes plus that frame's own bytes (what a compaction keeps). */
+  readonly liveBytes: number;
+}
 
 /** Everything a checkpoint restores, decoded. */
 export interface DecodedCheckpoint {
@@ -42,6 +65,8 @@ export interface DecodedCheckpoint {
   readonly state: FoldState;
   readonly commands: CommandIndexCheckpoint;
   readonly keys: HashedKeyFilter;
+  /** Where the record's last intact frame ends (for a writer that extends it). */
+  readonly extent: CheckpointExtent;
 }
 
 /** The canonical text of an event: what the digest and the anchor hash. */
@@ -79,6 +104,8 @@ interface Header {
   anchor: number;
   digest: [number, number];
   keyCount: number;
+  /** The live runs of earlier frames, `[offset, count]`; the frame's own run is implied. */
+  runs: [number, number][];
   state: unknown;
   commands: { ranges: [string, number, number, number, boolean][]; lastCommandId: string | null; lastSequence: number | null };
 }
@@ -90,97 +117,233 @@ const encoder = new TextEncoder();
  */
 let headerScratch = new Uint8Array(0);
 
-/** Encodes a checkpoint. */
-export function encodeCheckpoint(checkpoint: DecodedCheckpoint): DurableCheckpointRecord {
+const align8 = (value: number): number => Math.ceil(value / 8) * 8;
+
+/** The hash state a frame's checksum starts from: the previous frame's checksum (0 for the first). */
+function chainState(previous: number): RunningHashState {
+  const low = previous % 4294967296;
+  return { h1: (INITIAL_HASH_STATE.h1 ^ low) >>> 0, h2: (INITIAL_HASH_STATE.h2 ^ Math.floor(previous / 4294967296)) >>> 0 };
+}
+
+function encodeHeader(checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>, keyCount: number, runs: readonly CheckpointRun[]): Uint8Array {
+  const header: Header = {
+    format: CHECKPOINT_FORMAT,
+    projectorVersion: checkpoint.projectorVersion,
+    sessionId: checkpoint.sessionId,
+    sequence: checkpoint.sequence,
+    eventId: checkpoint.eventId,
+    anchor: checkpoint.anchor,
+    digest: [checkpoint.digest.h1, checkpoint.digest.h2],
+    keyCount,
+    runs: runs.map((run) => [run.offset, run.count]),
+    state: checkpoint.state,
+    commands: {
+      ranges: checkpoint.commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
+      lastCommandId: checkpoint.commands.lastCommandId ?? null,
+      lastSequence: checkpoint.commands.lastSequence,
+    },
+  };
+  const json = JSON.stringify(header);
+  // UTF-8 takes at most 3 bytes per UTF-16 unit; the scratch is reused (see `headerScratch`).
+  if (headerScratch.length < json.length * 3) headerScratch = new Uint8Array(json.length * 6);
+  return headerScratch.subarray(0, encoder.encodeInto(json, headerScratch).written);
+}
+
+/** Bytes of a frame with a header of `headerBytes` and a run of `count` hashes. */
+const frameBytes = (headerBytes: number, count: number): number => align8(FIXED_BYTES + headerBytes) + count * 8 + 8;
+
+/**
+ * Writes one frame at `offset` of `bytes` (which holds at least its size; bytes before `offset`
+ * are the frames it extends, ending with checksum `previous`). `fill(run)` writes the frame's
+ * sorted run into the view it gets. Returns the frame's end, checksum and run.
+ */
+function writeFrame(
+  bytes: Uint8Array,
+  offset: number,
+  header: Uint8Array,
+  count: number,
+  previous: number,
+  fill: (run: Float64Array) => void,
+): { end: number; checksum: number; run: CheckpointRun } {
+  const runOffset = align8(offset + FIXED_BYTES + header.length);
+  const end = runOffset + count * 8 + 8;
+  bytes.set(MAGIC, offset);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  view.setUint32(offset + 4, header.length, true);
+  view.setUint32(offset + 8, count, true);
+  view.setUint32(offset + 12, 0, true);
+  bytes.set(header, offset + FIXED_BYTES);
+  // A reused buffer holds old bytes: the padding after the header must read as zeros.
+  bytes.fill(0, offset + FIXED_BYTES + header.length, runOffset);
+  fill(new Float64Array(bytes.buffer, bytes.byteOffset + runOffset, count));
+  const checksum = finishHash(hashBytesState(bytes.subarray(offset, end - 8), chainState(previous)));
+  view.setFloat64(end - 8, checksum, true);
+  return { end, checksum, run: { offset: runOffset, count } };
+}
+
+/** Float64 views of `runs` in `bytes` (whose byte offset is a multiple of 8). */
+function viewsOf(bytes: Uint8Array, runs: readonly CheckpointRun[]): Float64Array[] {
+  return runs.map((run) => new Float64Array(bytes.buffer, bytes.byteOffset + run.offset, run.count));
+}
+
+/** Encodes a checkpoint as one compacted frame (its runs merged into one). */
+export function encodeCheckpoint(checkpoint: Omit<DecodedCheckpoint, 'extent'>): DurableCheckpointRecord {
   const { keys, ...rest } = checkpoint;
-  return encodeCheckpointAdding(rest, keys, []).record;
+  return encodeCompacted(rest, keys.runs, (bytes) => new ArrayBuffer(bytes)).record;
+}
+
+/** An encoded record and what its writer keeps to extend it later. */
+export interface EncodedCheckpoint {
+  readonly record: DurableCheckpointRecord;
+  readonly keys: HashedKeyFilter;
+  readonly extent: CheckpointExtent;
 }
 
 /**
- * Encodes a checkpoint whose key filter is `base` plus the hashes of `added`, merging them straight
- * into the record's bytes. Returns the record and the merged filter, which views those bytes.
- * `allocate(n)` supplies a buffer of at least `n` bytes (a reused one is fine: every byte of the
- * record is written); `base` must not view that buffer.
+ * One compacted frame holding every hash of `runs` (each sorted; merged here), in a buffer from
+ * `allocate(n)` (at least `n` bytes; a reused one is fine: every byte of the record is written).
  */
-export function encodeCheckpointAdding(
-  checkpoint: Omit<DecodedCheckpoint, 'keys'>,
-  base: HashedKeyFilter,
-  added: Iterable<string>,
-  allocate: (bytes: number) => ArrayBuffer = (bytes) => new ArrayBuffer(bytes),
-): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
-  let bytes: Uint8Array = new Uint8Array(0);
-  let total = 0;
-  let headerBytes: Uint8Array = new Uint8Array(0);
-  // The header names the key count, so it is encoded once the merge knows that count.
-  const keys = base.withKeysInto(added, (count) => {
-    const header: Header = {
-      format: CHECKPOINT_FORMAT,
-      projectorVersion: checkpoint.projectorVersion,
-      sessionId: checkpoint.sessionId,
-      sequence: checkpoint.sequence,
-      eventId: checkpoint.eventId,
-      anchor: checkpoint.anchor,
-      digest: [checkpoint.digest.h1, checkpoint.digest.h2],
-      keyCount: count,
-      state: checkpoint.state,
-      commands: {
-        ranges: checkpoint.commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
-        lastCommandId: checkpoint.commands.lastCommandId ?? null,
-        lastSequence: checkpoint.commands.lastSequence,
-      },
-    };
-    const json = JSON.stringify(header);
-    // UTF-8 takes at most 3 bytes per UTF-16 unit; the scratch is reused (see `headerScratch`).
-    if (headerScratch.length < json.length * 3) headerScratch = new Uint8Array(json.length * 6);
-    headerBytes = headerScratch.subarray(0, encoder.encodeInto(json, headerScratch).written);
-    const keysOffset = Math.ceil((8 + headerBytes.length) / 8) * 8;
-    total = keysOffset + count * 8 + 8;
-    const buffer = allocate(total);
-    bytes = new Uint8Array(buffer, 0, total);
-    // A reused buffer holds old bytes: the padding after the header must read as zeros.
-    bytes.fill(0, 8 + headerBytes.length, keysOffset);
-    return new Float64Array(buffer, keysOffset, count);
-  });
-  bytes.set(MAGIC, 0);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-  view.setUint32(4, headerBytes.length, true);
-  bytes.set(headerBytes, 8);
-  view.setFloat64(total - 8, checksumOf(bytes.subarray(0, total - 8 - keys.size * 8), keys), true);
-  return { record: { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data: bytes }, keys };
+export function encodeCompacted(
+  checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>,
+  runs: readonly Float64Array[],
+  allocate: (bytes: number) => ArrayBuffer,
+): EncodedCheckpoint {
+  let count = 0;
+  for (const run of runs) count += run.length;
+  const header = encodeHeader(checkpoint, count, []);
+  const total = frameBytes(header.length, count);
+  const bytes = new Uint8Array(allocate(total), 0, total);
+  const frame = writeFrame(bytes, 0, header, count, 0, (into) => mergeRunsInto(runs, into));
+  const extent: CheckpointExtent = { length: total, checksum: frame.checksum, runs: [frame.run], liveBytes: total };
+  return { record: recordOf(checkpoint, bytes), keys: filterOf(bytes, extent.runs), extent };
 }
 
-/** The format-2 checksum: `prefix` (magic, header, padding) hashed, then the filter's word sum. */
-function checksumOf(prefix: Uint8Array, keys: HashedKeyFilter): number {
-  return finishHash(feedWordSum(hashBytesState(prefix), keys.sum));
+/**
+ * Appends a frame to the record `base` (its bytes, ending where `extent` says) holding the state
+ * of `checkpoint` and the sorted hashes `fresh` merged with the runs at the end of the live list
+ * that are not more than twice as large as what is merged so far (so sizes grow geometrically and
+ * a record keeps O(log n) runs). `room(n)` returns a buffer of at least `n` bytes whose first
+ * `extent.length` bytes are the base record (the same buffer when it has room). Returns `null`
+ * when the record would hold more than `maxGrowth` times its live bytes (plus one frame): the
+ * caller then writes a compacted record instead.
+ */
+export function encodeExtension(
+  checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>,
+  extent: CheckpointExtent,
+  base: Uint8Array,
+  fresh: Float64Array,
+  room: (bytes: number) => Uint8Array,
+  maxGrowth = 2,
+): EncodedCheckpoint | null {
+  const runs = [...extent.runs];
+  const merged: CheckpointRun[] = [];
+  let count = fresh.length;
+  for (;;) {
+    const last = runs[runs.length - 1];
+    if (last === undefined || last.count > 2 * count) break;
+    runs.pop();
+    merged.push(last);
+    count += last.count;
+  }
+  let keyCount = count;
+  let keptBytes = 0;
+  for (const run of runs) {
+    keyCount += run.count;
+    keptBytes += run.count * 8;
+  }
+  const header = encodeHeader(checkpoint, keyCount, runs);
+  const size = frameBytes(header.length, count);
+  const total = extent.length + size;
+  const liveBytes = keptBytes + size;
+  if (total > maxGrowth * liveBytes + size) return null;
+  const bytes = room(total).subarray(0, total);
+  const sources = [...viewsOf(base, merged), fresh];
+  const frame = writeFrame(bytes, extent.length, header, count, extent.checksum, (into) => mergeRunsInto(sources, into));
+  const next: CheckpointExtent = { length: total, checksum: frame.checksum, runs: [...runs, frame.run], liveBytes };
+  return { record: recordOf(checkpoint, bytes), keys: filterOf(bytes, next.runs), extent: next };
+}
+
+function recordOf(checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>, data: Uint8Array): DurableCheckpointRecord {
+  return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data };
+}
+
+function filterOf(bytes: Uint8Array, runs: readonly CheckpointRun[]): HashedKeyFilter {
+  // SAFETY: the runs were just written sorted (merges of sorted runs).
+  return HashedKeyFilter.fromRuns(viewsOf(bytes, runs)) as HashedKeyFilter;
 }
 
 const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);
 
-/** Decodes and checks a stored record; a string names why it was rejected. */
+/** The intact frames of `data`, in order, or why the first one is not. */
+interface FrameWalk {
+  frames: { offset: number; headerLength: number; run: CheckpointRun; end: number; checksum: number }[];
+  /** Why the walk stopped before the end of the data (`undefined`: it reached the end). */
+  stopped: string | undefined;
+}
+
+function walkFrames(bytes: Uint8Array): FrameWalk {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const frames: FrameWalk['frames'] = [];
+  let offset = 0;
+  let previous = 0;
+  while (offset < bytes.length) {
+    if (bytes.length - offset < FIXED_BYTES + 8) return { frames, stopped: 'corrupt: too short' };
+    for (let index = 0; index < 4; index++) {
+      if (bytes[offset + index] !== MAGIC[index]) return { frames, stopped: 'corrupt: bad magic' };
+    }
+    const headerLength = view.getUint32(offset + 4, true);
+    const count = view.getUint32(offset + 8, true);
+    const runOffset = align8(offset + FIXED_BYTES + headerLength);
+    const end = runOffset + count * 8 + 8;
+    if (view.getUint32(offset + 12, true) !== 0 || end > bytes.length) return { frames, stopped: 'corrupt: length' };
+    const checksum = finishHash(hashBytesState(bytes.subarray(offset, end - 8), chainState(previous)));
+    if (view.getFloat64(end - 8, true) !== checksum) return { frames, stopped: 'corrupt: checksum mismatch' };
+    frames.push({ offset, headerLength, run: { offset: runOffset, count }, end, checksum });
+    previous = checksum;
+    offset = end;
+  }
+  return { frames, stopped: undefined };
+}
+
+/**
+ * Position (sequence, event ID) of the checkpoint `data` stands for (its last intact frame) and
+ * the bytes up to that frame's end, or `null` when no frame is intact. For stores that keep
+ * extended records and must report a record's position without trusting their own metadata.
+ */
+export function checkpointPosition(data: Uint8Array): { sequence: EventSequence; eventId: EventId; length: number } | null {
+  const bytes = data.byteOffset % 8 === 0 ? data : data.slice();
+  const last = walkFrames(bytes).frames.at(-1);
+  if (last === undefined) return null;
+  const header = parseHeader(bytes, last.offset, last.headerLength);
+  if (header === null || !isInt(header.sequence) || header.sequence < 1 || typeof header.eventId !== 'string') return null;
+  // SAFETY: checked against the log (and validated as IDs by every store) before use.
+  return { sequence: header.sequence as EventSequence, eventId: header.eventId as EventId, length: last.end };
+}
+
+function parseHeader(bytes: Uint8Array, offset: number, length: number): Header | null {
+  try {
+    const header = JSON.parse(
+      new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes.subarray(offset + FIXED_BYTES, offset + FIXED_BYTES + length)),
+    ) as unknown;
+    return typeof header === 'object' && header !== null ? (header as Header) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Decodes and checks a stored record (its last intact frame); a string names why it was rejected. */
 export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckpoint | string {
   const data = record.data;
-  if (!(data instanceof Uint8Array) || data.length < 24) return 'corrupt: too short';
-  for (let index = 0; index < 4; index++) if (data[index] !== MAGIC[index]) return 'corrupt: bad magic';
+  if (!(data instanceof Uint8Array) || data.length < FIXED_BYTES + 8) return 'corrupt: too short';
+  if (LEGACY_MAGIC.every((byte, index) => data[index] === byte)) return 'unknown format';
   // Work on an aligned private copy (the float64 views need 8-byte alignment).
   const bytes = data.byteOffset % 8 === 0 ? data : data.slice();
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLength = view.getUint32(4, true);
-  if (8 + headerLength > bytes.length - 8) return checksumFailure(bytes, view, 'corrupt: header length');
-  const keysOffset = Math.ceil((8 + headerLength) / 8) * 8;
-  const keyBytes = bytes.length - 8 - keysOffset;
-  if (keyBytes < 0 || keyBytes % 8 !== 0) return checksumFailure(bytes, view, 'corrupt: length');
-  const keys = HashedKeyFilter.fromSorted(new Float64Array(bytes.buffer, bytes.byteOffset + keysOffset, keyBytes / 8));
-  if (keys === null) return checksumFailure(bytes, view, 'corrupt: key filter not sorted');
-  if (view.getFloat64(bytes.length - 8, true) !== checksumOf(bytes.subarray(0, keysOffset), keys)) {
-    return checksumFailure(bytes, view, 'corrupt: checksum mismatch');
-  }
-  let header: Header;
-  try {
-    header = JSON.parse(new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes.subarray(8, 8 + headerLength))) as Header;
-  } catch {
-    return 'corrupt: header is not JSON';
-  }
-  if (typeof header !== 'object' || header === null || header.format !== CHECKPOINT_FORMAT) return 'unknown format';
+  const walk = walkFrames(bytes);
+  const last = walk.frames.at(-1);
+  if (last === undefined) return walk.stopped ?? 'corrupt: too short';
+  const header = parseHeader(bytes, last.offset, last.headerLength);
+  if (header === null) return 'corrupt: header is not JSON';
+  if (header.format !== CHECKPOINT_FORMAT) return 'unknown format';
   if (!isInt(header.projectorVersion) || !isInt(header.sequence) || header.sequence < 1 || !isInt(header.keyCount)) {
     return 'corrupt: header fields';
   }
@@ -188,12 +351,27 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
     return 'corrupt: header fields';
   }
   if (header.sequence !== record.sequence || header.eventId !== record.eventId) return 'record position disagrees with its bytes';
+  // Every live run must be the run of an intact frame before this one.
+  const runAt = new Map<number, number>();
+  for (const frame of walk.frames) if (frame !== last) runAt.set(frame.run.offset, frame.run.count);
+  if (!Array.isArray(header.runs)) return 'corrupt: runs';
+  const runs: CheckpointRun[] = [];
+  for (const entry of header.runs) {
+    if (!Array.isArray(entry) || entry.length !== 2 || runAt.get(entry[0]) !== entry[1]) return 'corrupt: runs';
+    runAt.delete(entry[0]);
+    runs.push({ offset: entry[0], count: entry[1] });
+  }
+  runs.push(last.run);
+  const keys = HashedKeyFilter.fromRuns(viewsOf(bytes, runs));
+  if (keys === null) return 'corrupt: key filter not sorted';
   if (header.keyCount !== keys.size) return 'corrupt: length';
   const state = restoreFoldState(header.state);
   const commands = restoreCommands(header.commands);
   if (state === null || commands === null || !Array.isArray(header.digest) || !isInt(header.digest[0]) || !isInt(header.digest[1])) {
     return 'corrupt: state';
   }
+  let liveBytes = last.end - last.offset;
+  for (const run of runs) if (run !== last.run) liveBytes += run.count * 8;
   return {
     // SAFETY: the brands are checked against the log before the checkpoint is used.
     sessionId: header.sessionId as SessionId,
@@ -205,15 +383,8 @@ export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckp
     state,
     commands,
     keys,
+    extent: { length: last.end, checksum: last.checksum, runs, liveBytes },
   };
-}
-
-/**
- * `reason` for a record that fails a format-2 check, unless it is an intact format-1 record (its
- * checksum hashed every byte): that one is reported as an unknown format, not as corruption.
- */
-function checksumFailure(bytes: Uint8Array, view: DataView, reason: string): string {
-  return view.getFloat64(bytes.length - 8, true) === hashBytes(bytes.subarray(0, bytes.length - 8)) ? 'unknown format' : reason;
 }
 
 function restoreFoldState(raw: unknown): FoldState | null {

@@ -21,6 +21,15 @@ export interface DurableCheckpointRecord {
    * caller's array (the journal reuses its encoding buffers once a write has settled).
    */
   data: Uint8Array;
+  /**
+   * Set by a writer when the first `extendsBytes` bytes of `data` are exactly a record it read from
+   * or wrote to this store (the new record appends frames to it). A store that declares
+   * {@link DurableCheckpointStore.checkpointExtension} may then keep its stored bytes and write only
+   * the rest, after checking that its stored record is at least that long and ends that prefix with
+   * the same 8 bytes (a checksum chained over every byte before it); otherwise, and for every other
+   * store, the record is written whole. Reads never carry it.
+   */
+  extendsBytes?: number;
 }
 
 /** Largest checkpoint a store must accept (about 8 bytes per ID a session ever used, plus state). */
@@ -35,6 +44,13 @@ export const MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024;
  *   data any reader may rebuild); core checks every record before trusting it.
  */
 export interface DurableCheckpointStore {
+  /**
+   * True when `writeCheckpoint` honours {@link DurableCheckpointRecord.extendsBytes} (writes only
+   * the new frames of an extended record, keeping the crash rule above: a crash mid-write leaves
+   * the previous record readable). Journals extend records only for such stores; every other store
+   * gets compacted records of one frame.
+   */
+  readonly checkpointExtension?: boolean;
   readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null>;
   writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void>;
 }
@@ -92,6 +108,29 @@ export function checkCheckpointRecord(record: unknown, copy = true): DurableChec
   if (r.data.length > MAX_CHECKPOINT_BYTES) {
     throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `checkpoint data exceeds ${MAX_CHECKPOINT_BYTES} bytes`);
   }
+  const extendsBytes = r.extendsBytes;
+  if (
+    extendsBytes !== undefined &&
+    (typeof extendsBytes !== 'number' || !Number.isSafeInteger(extendsBytes) || extendsBytes < 8 || extendsBytes % 8 !== 0 || extendsBytes >= r.data.length)
+  ) {
+    throw new DurableEventStoreError(
+      'DURABLE_EVENT_INVALID_INPUT',
+      'checkpoint extendsBytes must be a multiple of 8, at least 8 and less than the data length',
+    );
+  }
   // SAFETY: checked above.
-  return { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: copy ? r.data.slice() : r.data };
+  const checked = { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: copy ? r.data.slice() : r.data };
+  return extendsBytes === undefined ? checked : { ...checked, extendsBytes };
+}
+
+/**
+ * True when a stored record `stored` holds the prefix an extending record `record` builds on: at
+ * least `record.extendsBytes` bytes, ending that prefix with the same 8 bytes (see
+ * {@link DurableCheckpointRecord.extendsBytes}). For stores that honour extensions.
+ */
+export function extendsStoredRecord(stored: Uint8Array, record: DurableCheckpointRecord): boolean {
+  const prefix = record.extendsBytes;
+  if (prefix === undefined || stored.length < prefix) return false;
+  for (let index = prefix - 8; index < prefix; index++) if (stored[index] !== record.data[index]) return false;
+  return true;
 }

@@ -99,42 +99,10 @@ export function hashKeyRange(text: string, start: number, end: number): number {
   return finishHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
 }
 
-/**
- * An order-independent sum over 64-bit words (the checkpoint's key filter), updatable one word at
- * a time: each word goes through a bijective mix (a three-round Feistel network on its two 32-bit
- * halves) and the halves are added lane-wise modulo 2^32. Because the mix is a bijection, changing
- * any one word (any of its bytes) always changes the sum; only reordering words keeps it, and the
- * filter's sortedness check rejects a reordered filter.
- */
-export interface WordSum {
-  readonly s1: number;
-  readonly s2: number;
-}
-
-/** The sum of no words. */
-export const EMPTY_WORD_SUM: WordSum = Object.freeze({ s1: 0, s2: 0 });
-
-/** `sum` plus the 64-bit words of `words` (little-endian pairs: low half first). */
-export function addWords(sum: WordSum, words: Uint32Array): WordSum {
-  let s1 = sum.s1;
-  let s2 = sum.s2;
-  for (let index = 0; index + 1 < words.length; index += 2) {
-    // SAFETY: index + 1 < length.
-    let a = words[index] as number;
-    let b = words[index + 1] as number;
-    a = (a + Math.imul(b ^ (b >>> 15), 0x2c1b3c6d)) | 0;
-    b = (b + Math.imul(a ^ (a >>> 13), 0x297a2d39)) | 0;
-    a = (a + Math.imul(b ^ (b >>> 16), 0x85ebca6b)) | 0;
-    s1 = (s1 + a) | 0;
-    s2 = (s2 + b) | 0;
-  }
-  return { s1: s1 >>> 0, s2: s2 >>> 0 };
-}
-
-/** The lanes of {@link hashBytes} before finishing (to feed more into them). */
-export function hashBytesState(bytes: Uint8Array): RunningHashState {
-  let h1 = INITIAL_HASH_STATE.h1;
-  let h2 = INITIAL_HASH_STATE.h2;
+/** The lanes of {@link hashBytes} before finishing, starting from `state` (to chain hashes). */
+export function hashBytesState(bytes: Uint8Array, state: RunningHashState = INITIAL_HASH_STATE): RunningHashState {
+  let h1 = state.h1;
+  let h2 = state.h2;
   let start = 0;
   if (bytes.byteOffset % 4 === 0) {
     const words = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
@@ -155,17 +123,8 @@ export function hashBytesState(bytes: Uint8Array): RunningHashState {
   return { h1: h1 >>> 0, h2: h2 >>> 0 };
 }
 
-/** `state` after the two lanes of `sum` (each a 32-bit word, like {@link hashBytes} reads). */
-export function feedWordSum(state: RunningHashState, sum: WordSum): RunningHashState {
-  let h1 = Math.imul(state.h1 ^ sum.s1, 2654435761);
-  let h2 = Math.imul(state.h2 ^ sum.s1, 1597334677);
-  h1 = Math.imul(h1 ^ sum.s2, 2654435761);
-  h2 = Math.imul(h2 ^ sum.s2, 1597334677);
-  return { h1: h1 >>> 0, h2: h2 >>> 0 };
-}
-
 /**
- * The 53-bit hash of bytes (format-1 checkpoints' checksum). Reads 32-bit words where the bytes
+ * The 53-bit hash of bytes (the checkpoint frames' checksum). Reads 32-bit words where the bytes
  * are aligned (four times fewer rounds on the large key filter), then the remaining bytes.
  */
 export function hashBytes(bytes: Uint8Array): number {

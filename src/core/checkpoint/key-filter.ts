@@ -1,22 +1,20 @@
 /**
- * The used-ID memory a checkpoint carries: a sorted array of 53-bit key hashes.
+ * The used-ID memory a checkpoint carries: sorted runs of 53-bit key hashes.
  *
  * A full fold remembers every ID string a session ever used (reuse and causation checks). Saving
  * and reloading millions of strings would cost as much as the fold it replaces, so a checkpoint
- * keeps 8 bytes per key instead, in a sorted `Float64Array` (53-bit hashes are exact doubles;
- * the native typed-array sort and a binary search do the rest).
+ * keeps 8 bytes per key instead, in sorted `Float64Array` runs (53-bit hashes are exact doubles;
+ * a binary search per run answers a lookup). A checkpoint written as an extension of the previous
+ * one adds one run of the IDs used since (merged with the smaller runs before it, so a session of
+ * n IDs keeps O(log n) runs); a compacted checkpoint holds one run (see `codec.ts`).
  *
  * The filter answers "certainly never used" or "maybe used". "Maybe" is never taken as the
  * answer: the projector throws {@link DurableCheckpointInconclusiveError} and its owner folds the
  * log from the start, which gives the exact answer a full fold gives. A false "maybe" for a fresh
  * key has probability about keys / 2^53 per lookup (2e-10 at two million keys), so in practice
  * the rebuild happens only for a log that really reuses an old ID, i.e. an invalid one.
- *
- * Every filter also carries `sum`, the order-independent {@link addWords} sum of its 8-byte
- * entries: a merge updates it from the added hashes alone, so the checkpoint's checksum covers the
- * whole filter without walking it on every write (`codec.ts`).
  */
-import { addWords, EMPTY_WORD_SUM, hashKey, hashKeyRange, type WordSum } from './hash.js';
+import { hashKey, hashKeyRange } from './hash.js';
 
 /** Thrown by a checkpoint-restored projector when only the full log can answer. */
 export class DurableCheckpointInconclusiveError extends Error {
@@ -31,96 +29,121 @@ export function isCheckpointInconclusive(error: unknown): error is DurableCheckp
   return error instanceof DurableCheckpointInconclusiveError;
 }
 
-/** An immutable sorted set of 53-bit key hashes. */
+/** True when `hashes` is ascending (which also rules out NaN). */
+export function isSortedRun(hashes: Float64Array): boolean {
+  for (let index = 1; index < hashes.length; index++) {
+    // SAFETY: indices are within bounds.
+    if (!((hashes[index - 1] as number) <= (hashes[index] as number))) return false;
+  }
+  return !(hashes.length === 1 && Number.isNaN(hashes[0]));
+}
+
+/** An immutable set of 53-bit key hashes, kept as sorted runs. */
 export class HashedKeyFilter {
+  /** Total number of hashes over all runs. */
+  readonly size: number;
+
   private constructor(
-    readonly hashes: Float64Array,
-    /** {@link addWords} of the bytes of `hashes`. */
-    readonly sum: WordSum,
-  ) {}
-
-  /** The empty filter. */
-  static readonly EMPTY = new HashedKeyFilter(new Float64Array(0), EMPTY_WORD_SUM);
-
-  /**
-   * A filter over already sorted hashes (decoded from a checkpoint): `null` unless they are
-   * ascending (which also rejects NaN).
-   */
-  static fromSorted(hashes: Float64Array): HashedKeyFilter | null {
-    for (let index = 1; index < hashes.length; index++) {
-      // SAFETY: indices are within bounds.
-      if (!((hashes[index - 1] as number) <= (hashes[index] as number))) return null;
-    }
-    if (hashes.length === 1 && Number.isNaN(hashes[0])) return null;
-    return new HashedKeyFilter(hashes, addWords(EMPTY_WORD_SUM, wordsOf(hashes)));
+    /** The sorted runs (read-only views; they may share a checkpoint's buffer). */
+    readonly runs: readonly Float64Array[],
+  ) {
+    let size = 0;
+    for (const run of runs) size += run.length;
+    this.size = size;
   }
 
-  /** Number of hashes. */
-  get size(): number {
-    return this.hashes.length;
+  /** The empty filter. */
+  static readonly EMPTY = new HashedKeyFilter([]);
+
+  /** A filter over runs that are each sorted already (decoded from a checkpoint): `null` unless they are. */
+  static fromRuns(runs: readonly Float64Array[]): HashedKeyFilter | null {
+    for (const run of runs) if (!isSortedRun(run)) return null;
+    return new HashedKeyFilter(runs.filter((run) => run.length > 0));
+  }
+
+  /** A filter over one sorted run (`null` unless it is sorted). */
+  static fromSorted(hashes: Float64Array): HashedKeyFilter | null {
+    return HashedKeyFilter.fromRuns([hashes]);
   }
 
   /** True when `key` may have been used (its hash is present). */
   mightContain(key: string): boolean {
+    const runs = this.runs;
+    if (runs.length === 0) return false;
     const target = hashKey(key);
-    const hashes = this.hashes;
-    let low = 0;
-    let high = hashes.length - 1;
-    while (low <= high) {
-      const middle = (low + high) >>> 1;
-      // SAFETY: middle is within bounds.
-      const value = hashes[middle] as number;
-      if (value === target) return true;
-      if (value < target) low = middle + 1;
-      else high = middle - 1;
+    for (let run = 0; run < runs.length; run++) {
+      // SAFETY: run < length.
+      if (runContains(runs[run] as Float64Array, target)) return true;
     }
     return false;
   }
 
-  /** A new filter holding this one's hashes plus those of `keys`. */
+  /** A new filter of one run: this one's hashes plus those of `keys`. */
   withKeys(keys: Iterable<string>): HashedKeyFilter {
     const fresh = sortedHashes(keys);
-    if (fresh.length === 0) return this;
-    return this.#mergeInto(fresh, new Float64Array(this.hashes.length + fresh.length));
+    if (fresh.length === 0 && this.runs.length <= 1) return this;
+    const runs = [...this.runs, fresh];
+    const merged = new Float64Array(this.size + fresh.length);
+    mergeRunsInto(runs, merged);
+    return new HashedKeyFilter([merged]);
   }
+}
 
-  /**
-   * Like {@link withKeys}, but merges straight into storage that `allocate(count)` provides
-   * (exactly `count` float64 slots), so an encoder can place the merged filter in its output
-   * buffer without a second copy. The returned filter views that storage: keep it read-only.
-   */
-  withKeysInto(keys: Iterable<string>, allocate: (count: number) => Float64Array): HashedKeyFilter {
-    const fresh = sortedHashes(keys);
-    return this.#mergeInto(fresh, allocate(this.hashes.length + fresh.length));
+function runContains(hashes: Float64Array, target: number): boolean {
+  let low = 0;
+  let high = hashes.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    // SAFETY: middle is within bounds.
+    const value = hashes[middle] as number;
+    if (value === target) return true;
+    if (value < target) low = middle + 1;
+    else high = middle - 1;
   }
+  return false;
+}
 
-  #mergeInto(fresh: Float64Array, merged: Float64Array): HashedKeyFilter {
-    const old = this.hashes;
-    if (fresh.length === 0) {
-      merged.set(old);
-      return new HashedKeyFilter(merged, this.sum);
-    }
-    const sum = addWords(this.sum, wordsOf(fresh));
-    let i = 0;
-    let j = 0;
-    let k = 0;
-    while (i < old.length && j < fresh.length) {
-      // SAFETY: i and j are within bounds.
-      const a = old[i] as number;
-      const b = fresh[j] as number;
-      if (a <= b) {
-        merged[k++] = a;
-        i++;
-      } else {
-        merged[k++] = b;
-        j++;
-      }
-    }
-    // The tails are already sorted: copy them natively.
-    if (i < old.length) merged.set(old.subarray(i), k);
-    else if (j < fresh.length) merged.set(fresh.subarray(j), k);
-    return new HashedKeyFilter(merged, sum);
+/**
+ * Merges sorted runs into `into` (exactly their total length), ascending. Two runs merge in one
+ * pass; more are merged pairwise, smallest first, through scratch arrays (a compaction merges a
+ * handful of runs of geometrically growing sizes).
+ */
+export function mergeRunsInto(runs: readonly Float64Array[], into: Float64Array): void {
+  const live = runs.filter((run) => run.length > 0);
+  if (live.length === 0) return;
+  if (live.length === 1) {
+    into.set(live[0] as Float64Array);
+    return;
   }
+  live.sort((a, b) => a.length - b.length);
+  let acc = live[0] as Float64Array;
+  for (let index = 1; index < live.length; index++) {
+    const next = live[index] as Float64Array;
+    const target = index === live.length - 1 ? into : new Float64Array(acc.length + next.length);
+    mergeTwo(acc, next, target);
+    acc = target;
+  }
+}
+
+function mergeTwo(old: Float64Array, fresh: Float64Array, merged: Float64Array): void {
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < old.length && j < fresh.length) {
+    // SAFETY: i and j are within bounds.
+    const a = old[i] as number;
+    const b = fresh[j] as number;
+    if (a <= b) {
+      merged[k++] = a;
+      i++;
+    } else {
+      merged[k++] = b;
+      j++;
+    }
+  }
+  // The tails are already sorted: copy them natively.
+  if (i < old.length) merged.set(old.subarray(i), k);
+  else if (j < fresh.length) merged.set(fresh.subarray(j), k);
 }
 
 /**
@@ -132,32 +155,42 @@ let scratch = new Float64Array(0);
 /** Keys joined per flat string when hashing a drained array (about 20 KB of text: young generation). */
 const JOIN_CHUNK = 512;
 
-/** The hashes of `keys`, sorted (a view of `scratch` when `keys` is an array). */
-function sortedHashes(keys: Iterable<string>): Float64Array {
+/**
+ * The hashes of `keys`, sorted. For an array the result is a view of shared scratch, valid until
+ * the next call: copy it (or merge it) before hashing again.
+ */
+export function sortedHashes(keys: Iterable<string>): Float64Array {
   if (Array.isArray(keys)) {
     // The journal drains an array: fill the scratch array directly, no intermediate list.
     const list = keys as readonly string[];
-    if (scratch.length < list.length) scratch = new Float64Array(Math.max(list.length, 2 * scratch.length));
-    const hashes = scratch.subarray(0, list.length);
-    // The drained IDs are mostly concatenations (`prefix + id`): reading one of those flattens it
-    // (a copy per key, scattered in the heap). Joining a few hundred at a time copies them into
-    // one flat string natively, and each key is hashed in place there (same hash as `hashKey`).
-    for (let first = 0; first < list.length; first += JOIN_CHUNK) {
-      const last = Math.min(list.length, first + JOIN_CHUNK);
-      const joined = list.slice(first, last).join('');
-      let start = 0;
-      for (let index = first; index < last; index++) {
-        // SAFETY: index < length.
-        const end = start + (list[index] as string).length;
-        hashes[index] = hashKeyRange(joined, start, end);
-        start = end;
-      }
-    }
-    return sortHashes(hashes);
+    // The scratch is kept between calls up to RADIX_SCRATCH_KEEP hashes; a one-off huge batch (the
+    // first checkpoint over a long log) gets an array of its own, dropped after use.
+    if (list.length > RADIX_SCRATCH_KEEP) return sortHashes(hashInto(list, new Float64Array(list.length)));
+    if (scratch.length < list.length) scratch = new Float64Array(Math.min(RADIX_SCRATCH_KEEP, Math.max(list.length, 2 * scratch.length)));
+    return sortHashes(hashInto(list, scratch.subarray(0, list.length)));
   }
   const added: number[] = [];
   for (const key of keys) added.push(hashKey(key));
   return Float64Array.from(added).sort();
+}
+
+/** Fills `hashes` with the `hashKey` of each of `list` (same length). */
+function hashInto(list: readonly string[], hashes: Float64Array): Float64Array {
+  // The drained IDs are mostly concatenations (`prefix + id`): reading one of those flattens it
+  // (a copy per key, scattered in the heap). Joining a few hundred at a time copies them into
+  // one flat string natively, and each key is hashed in place there (same hash as `hashKey`).
+  for (let first = 0; first < list.length; first += JOIN_CHUNK) {
+    const last = Math.min(list.length, first + JOIN_CHUNK);
+    const joined = list.slice(first, last).join('');
+    let start = 0;
+    for (let index = first; index < last; index++) {
+      // SAFETY: index < length.
+      const end = start + (list[index] as string).length;
+      hashes[index] = hashKeyRange(joined, start, end);
+      start = end;
+    }
+  }
+  return hashes;
 }
 
 /** Below this many hashes the native sort is as fast as the radix sort and needs no scratch. */
@@ -242,9 +275,4 @@ function sortHashes(hashes: Float64Array): Float64Array {
 /** Hashes of scratch {@link sortHashes} keeps between calls (for tests). */
 export function radixScratchSize(): number {
   return radixLow.length;
-}
-
-/** The bytes of `hashes` as 32-bit words (for {@link addWords}). */
-function wordsOf(hashes: Float64Array): Uint32Array {
-  return new Uint32Array(hashes.buffer, hashes.byteOffset, hashes.length * 2);
 }

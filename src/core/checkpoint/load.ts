@@ -31,6 +31,8 @@ export interface LoadedCheckpoint {
   readonly decoded: DecodedCheckpoint;
   readonly projector: DurableSessionProjector;
   readonly index: CommandIndex;
+  /** The record's bytes (a writer may extend them; see `codec.ts`). */
+  readonly data: Uint8Array;
 }
 
 /** Reads one page; the loader reads only the event at the checkpoint's sequence. */
@@ -81,7 +83,7 @@ export async function loadCheckpoint(
   const ids = PersistentKeySet.restored(decoded.keys);
   const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, decoded.state, ids);
   return {
-    loaded: { decoded, projector, index: CommandIndex.fromCheckpoint(decoded.commands) },
+    loaded: { decoded, projector, index: CommandIndex.fromCheckpoint(decoded.commands), data: record.data },
     outcome: { status: 'used', sequence },
   };
 }

@@ -26,10 +26,10 @@ import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { areParsedEnvelopes, plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { anchorOf, chainDigest, encodeCheckpointAdding } from '../checkpoint/codec.js';
+import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointExtent, type EncodedCheckpoint } from '../checkpoint/codec.js';
 import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
-import { HashedKeyFilter, isCheckpointInconclusive } from '../checkpoint/key-filter.js';
+import { HashedKeyFilter, isCheckpointInconclusive, sortedHashes } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
 import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
 import { ID_SPACE } from '../projector/fold-state.js';
@@ -68,8 +68,13 @@ export class JournalLog {
   #anchorEvent: DurableEventEnvelope | null = null;
   /** Hashes of the used IDs already drained from the projector's key set. */
   #filter: HashedKeyFilter = HashedKeyFilter.EMPTY;
-  /** The buffer under `#filter` when this journal encoded it (`null`: decoded or empty). */
-  #filterBuffer: ArrayBuffer | null = null;
+  /**
+   * The bytes of the latest record this journal loaded or encoded (its runs back `#filter`), and
+   * where it ends: the base a next checkpoint extends on a store with `checkpointExtension`.
+   */
+  #record: { bytes: Uint8Array; extent: CheckpointExtent } | null = null;
+  /** True when `#record` lives in a buffer this journal allocated (it may write past its end). */
+  #ownsRecord = false;
   /** A buffer of an older checkpoint this journal encoded, free for the next encoding. */
   #spareBuffer: ArrayBuffer | null = null;
   /** True while the projector stands on a checkpoint's key filter. */
@@ -129,7 +134,8 @@ export class JournalLog {
     this.#anchor = decoded.anchor;
     this.#anchorEvent = null;
     this.#filter = decoded.keys;
-    this.#filterBuffer = null;
+    this.#record = { bytes: loaded.data, extent: decoded.extent };
+    this.#ownsRecord = false;
     this.#restored = true;
     this.#trackAdds();
   }
@@ -145,7 +151,8 @@ export class JournalLog {
     this.#anchor = 0;
     this.#anchorEvent = null;
     this.#filter = HashedKeyFilter.EMPTY;
-    this.#filterBuffer = null;
+    this.#record = null;
+    this.#ownsRecord = false;
     this.#restored = false;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
@@ -326,20 +333,15 @@ export class JournalLog {
       await nextTask();
       if (generation !== this.#generation) return false;
       const encodeStart = clock.monotonicNow();
-      const { record, keys } = encodeCheckpointAdding(
-        { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
-        this.#filter,
-        drained,
-        (bytes) => this.#encodingBuffer(bytes),
-      );
-      // The previous filter's buffer (its record's write settled before this one started, and
-      // stores keep copies) is free for the next encoding.
-      this.#spareBuffer = this.#filterBuffer;
-      this.#filter = keys;
-      this.#filterBuffer = record.data.buffer as ArrayBuffer;
-      const storeStart = clock.monotonicNow();
       // SAFETY: #writesCheckpoints checked the capability.
       const store = this.store as unknown as DurableCheckpointStore;
+      const { record, keys } = this.#encode(
+        { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
+        sortedHashes(drained),
+        store.checkpointExtension === true,
+      );
+      this.#filter = keys;
+      const storeStart = clock.monotonicNow();
       await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
       const onWrite = this.checkpoints.onWrite;
       // A throwing metrics hook is not a failed write: it is reported like one and ignored.
@@ -369,8 +371,41 @@ export class JournalLog {
     });
   }
 
-  /** A buffer for the next encoded checkpoint: encodings alternate between two (see `reuseCheckpointBuffer`). */
-  #encodingBuffer(bytes: number): ArrayBuffer {
+  /**
+   * Encodes the next record: a frame appended to the previous record when the store keeps
+   * extensions and the record would stay within twice its live bytes, else one compacted frame.
+   * The previous record's write settled before this runs (writes are queued) and stores keep
+   * copies, so its buffer is free: an extension writes past its end (or copies it into a larger
+   * buffer), a compaction writes into the spare buffer. Encodings alternate between two buffers.
+   */
+  #encode(checkpoint: Parameters<typeof encodeCompacted>[0], fresh: Float64Array, extend: boolean): { record: EncodedCheckpoint['record'] & { extendsBytes?: number }; keys: HashedKeyFilter } {
+    const previous = this.#record;
+    if (extend && previous !== null) {
+      const base = previous.bytes;
+      const encoded = encodeExtension(checkpoint, previous.extent, base, fresh, (bytes) => {
+        if (this.#ownsRecord && base.buffer.byteLength - base.byteOffset >= bytes) return new Uint8Array(base.buffer, base.byteOffset);
+        const buffer = this.#takeSpare(bytes);
+        const room = new Uint8Array(buffer);
+        room.set(base.subarray(0, previous.extent.length));
+        if (this.#ownsRecord) this.#spareBuffer = base.buffer as ArrayBuffer;
+        return room;
+      });
+      if (encoded !== null) {
+        this.#record = { bytes: encoded.record.data, extent: encoded.extent };
+        this.#ownsRecord = true;
+        return { record: { ...encoded.record, extendsBytes: previous.extent.length }, keys: encoded.keys };
+      }
+    }
+    const encoded = encodeCompacted(checkpoint, [...this.#filter.runs, fresh], (bytes) => this.#takeSpare(bytes));
+    // The previous record's buffer (its write settled, stores keep copies) is the next spare.
+    if (this.#ownsRecord && previous !== null) this.#spareBuffer = previous.bytes.buffer as ArrayBuffer;
+    this.#record = { bytes: encoded.record.data, extent: encoded.extent };
+    this.#ownsRecord = true;
+    return { record: encoded.record, keys: encoded.keys };
+  }
+
+  /** The spare buffer when it holds `bytes`, else a new one (see `reuseCheckpointBuffer`). */
+  #takeSpare(bytes: number): ArrayBuffer {
     const spare = this.#spareBuffer;
     this.#spareBuffer = null;
     return reuseCheckpointBuffer(spare, bytes);

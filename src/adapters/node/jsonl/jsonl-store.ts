@@ -32,6 +32,7 @@ import {
   discardCheckpointFile,
   prepareCheckpointFile,
   readCheckpointFile,
+  extendCheckpointFile,
 } from './checkpoint-file.js';
 import { throwIfAborted } from '../../../core/abort.js';
 import {
@@ -241,6 +242,9 @@ export class JsonlDurableEventStore
     }
   }
 
+  /** This store writes only the new frames of an extended checkpoint record (see `checkpoint-file.ts`). */
+  readonly checkpointExtension = true;
+
   /** The session's latest projection checkpoint (`{name}.checkpoint`), or `null`; see `checkpoint-file.ts`. */
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
     throwIfAborted(options?.signal);
@@ -255,6 +259,7 @@ export class JsonlDurableEventStore
     throwIfAborted(options?.signal);
     const id = checkSessionId(sessionId);
     const lent = checkCheckpointRecord(record, false);
+    if (lent.extendsBytes !== undefined && (await this.#extendCheckpoint(id, lent, options?.signal))) return;
     // A private copy (the caller's bytes are lent for the call only), in a buffer this write holds
     // alone until it settled, then the next one reuses it: a fresh copy of a few megabytes cost
     // more in first-touch page faults (about 10 ms per 1.8 MB on a busy VM) than the file write.
@@ -275,17 +280,36 @@ export class JsonlDurableEventStore
       await this.#locked(id, options?.signal, true, async (handle) => {
         await commitCheckpointFile(temp, file);
         committed = true;
-        // The log's validated state goes with it (see `validated-state.ts`): a later process's
-        // first open then validates only what was appended since, and the checkpoint can help.
-        try {
-          await handle.log.catchUp();
-          handle.log.saveValidatedState();
-        } catch {
-          // A log that cannot be caught up fails its own calls; the checkpoint is written.
-        }
+        await this.#saveValidatedState(handle);
       });
     } finally {
       if (!committed) await discardCheckpointFile(temp);
+    }
+  }
+
+  /**
+   * Appends the new frames of an extended record to the checkpoint file under the session lock;
+   * `false` (nothing written) when the file does not hold the record's prefix.
+   */
+  async #extendCheckpoint(id: SessionId, record: DurableCheckpointRecord, signal: AbortSignal | undefined): Promise<boolean> {
+    const file = this.pathsOf(id).checkpoint;
+    return this.#locked(id, signal, true, async (handle) => {
+      if (!(await extendCheckpointFile(file, record))) return false;
+      await this.#saveValidatedState(handle);
+      return true;
+    });
+  }
+
+  /**
+   * Saves the log's validated state next to a checkpoint just written (see `validated-state.ts`):
+   * a later process's first open then validates only what was appended since.
+   */
+  async #saveValidatedState(handle: SessionHandle): Promise<void> {
+    try {
+      await handle.log.catchUp();
+      handle.log.saveValidatedState();
+    } catch {
+      // A log that cannot be caught up fails its own calls; the checkpoint is written.
     }
   }
 

@@ -1,0 +1,79 @@
+/**
+ * JSONL checkpoint extensions (`checkpointExtension`): a journal's later checkpoints append one
+ * small segment to `{name}.checkpoint` instead of rewriting the whole file; a torn append reads as
+ * the previous checkpoint, and the write after it falls back to a whole file. Real files.
+ */
+import { appendFileSync, statSync, truncateSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { JsonlDurableEventStore } from '../../src/advanced.js';
+import { decodeCheckpoint } from '../../src/core/checkpoint/codec.js';
+import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import { CommandId, SessionId } from '../../src/protocol/ids.js';
+import { cycleDrafts } from '../checkpoint/lifecycle-log.js';
+import { tempRoot } from './helpers.js';
+
+let root: string;
+let cleanup: () => void;
+beforeEach(() => {
+  ({ root, cleanup } = tempRoot());
+});
+afterEach(() => cleanup());
+
+/** Commits `count` lifecycle cycles from `from`, then writes a checkpoint; returns the file size after it. */
+async function cyclesThenCheckpoint(journal: DurableSessionJournal, from: number, count: number, file: string): Promise<number> {
+  for (let index = from; index < from + count; index++) await journal.commit({ commandId: CommandId(`cycle-${index}`), events: cycleDrafts(index) });
+  expect(await journal.writeCheckpoint()).toBe(true);
+  return statSync(file).size;
+}
+
+describe('JSONL checkpoint extensions', () => {
+  it('append small segments, read back as the journal wrote them, and survive a torn append', async () => {
+    const store = new JsonlDurableEventStore(root);
+    const id = SessionId('extension-session');
+    await store.append(id, [{ type: 'session_created', data: {} }]);
+    const file = store.pathsOf(id).checkpoint;
+    const journal = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000 } });
+    const sizes = [await cyclesThenCheckpoint(journal, 0, 400, file)];
+    const records = [await store.readCheckpoint(id)];
+    for (let round = 1; round <= 4; round++) {
+      sizes.push(await cyclesThenCheckpoint(journal, round * 400, 20, file));
+      records.push(await store.readCheckpoint(id));
+    }
+    // Later checkpoints grew the file by much less than a whole record: they were appended.
+    const last = records.at(-1);
+    if (last === null || last === undefined) throw new Error('no checkpoint');
+    const growth = (sizes[2] as number) - (sizes[1] as number);
+    expect(growth).toBeGreaterThan(0);
+    expect(growth).toBeLessThan((records[2]?.data.length ?? 0) / 2);
+    expect(last.sequence).toBe(journal.getHeadSequence());
+    const decoded = decodeCheckpoint(last);
+    if (typeof decoded === 'string') throw new Error(decoded);
+    expect(decoded.extent.runs.length).toBeGreaterThan(1);
+    const reopened = await DurableSessionJournal.open(store, id, { checkpoints: { write: false } });
+    expect(reopened.getCheckpointOutcome()).toEqual({ status: 'used', sequence: last.sequence });
+
+    // A torn append (the last segment cut short): the previous checkpoint is what reads back.
+    const previous = records.at(-2);
+    if (previous === null || previous === undefined) throw new Error('no previous checkpoint');
+    truncateSync(file, (sizes.at(-1) as number) - 5);
+    const torn = await store.readCheckpoint(id);
+    expect(torn?.sequence).toBe(previous.sequence);
+    expect(Buffer.from(torn?.data ?? []).equals(Buffer.from(previous.data))).toBe(true);
+    const afterTear = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000 } });
+    expect(afterTear.getCheckpointOutcome()).toEqual({ status: 'used', sequence: previous.sequence });
+    const full = await DurableSessionJournal.open(store, id, { checkpoints: false });
+    expect(afterTear.getProjection()).toEqual(full.getProjection());
+    // The next write cannot extend a torn file: it replaces it whole, and reads back.
+    await afterTear.commit({ commandId: CommandId('cycle-9999'), events: cycleDrafts(9999) });
+    expect(await afterTear.writeCheckpoint()).toBe(true);
+    const rewritten = await store.readCheckpoint(id);
+    expect(rewritten?.sequence).toBe(afterTear.getHeadSequence());
+    expect(typeof decodeCheckpoint(rewritten as NonNullable<typeof rewritten>)).not.toBe('string');
+    expect(statSync(file).size).toBeLessThan(sizes.at(-1) as number);
+
+    // Garbage after intact segments is ignored too.
+    appendFileSync(file, Buffer.from('not a segment'));
+    expect((await store.readCheckpoint(id))?.sequence).toBe(rewritten?.sequence);
+    await store.close();
+  });
+});
