@@ -225,7 +225,7 @@ export function encodeCompacted(
  * a record keeps O(log n) runs). `room(n)` returns a buffer of at least `n` bytes whose first
  * `extent.length` bytes are the base record (the same buffer when it has room). Returns `null`
  * when the record would hold more than `maxGrowth` times its live bytes (plus one frame): the
- * caller then writes a compacted record instead.
+ * caller then writes a compacted record instead (default 1.5: at most a third of a record is dead).
  */
 export function encodeExtension(
   checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>,
@@ -233,7 +233,7 @@ export function encodeExtension(
   base: Uint8Array,
   fresh: Float64Array,
   room: (bytes: number) => Uint8Array,
-  maxGrowth = 2,
+  maxGrowth = 1.5,
 ): EncodedCheckpoint | null {
   const runs = [...extent.runs];
   const merged: CheckpointRun[] = [];
@@ -267,9 +267,9 @@ function recordOf(checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>, data: 
   return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data };
 }
 
+/** The filter over runs an encoder just wrote (or carried over from a checked record): not re-checked. */
 function filterOf(bytes: Uint8Array, runs: readonly CheckpointRun[]): HashedKeyFilter {
-  // SAFETY: the runs were just written sorted (merges of sorted runs).
-  return HashedKeyFilter.fromRuns(viewsOf(bytes, runs)) as HashedKeyFilter;
+  return HashedKeyFilter.ofWrittenRuns(viewsOf(bytes, runs));
 }
 
 const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value);

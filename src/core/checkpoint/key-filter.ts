@@ -61,6 +61,14 @@ export class HashedKeyFilter {
     return new HashedKeyFilter(runs.filter((run) => run.length > 0));
   }
 
+  /**
+   * A filter over runs the caller just wrote sorted (merges of sorted runs), without checking them
+   * again: a checkpoint write would otherwise re-read every hash of the session.
+   */
+  static ofWrittenRuns(runs: readonly Float64Array[]): HashedKeyFilter {
+    return new HashedKeyFilter(runs.filter((run) => run.length > 0));
+  }
+
   /** A filter over one sorted run (`null` unless it is sorted). */
   static fromSorted(hashes: Float64Array): HashedKeyFilter | null {
     return HashedKeyFilter.fromRuns([hashes]);
@@ -104,25 +112,24 @@ function runContains(hashes: Float64Array, target: number): boolean {
 }
 
 /**
- * Merges sorted runs into `into` (exactly their total length), ascending. Two runs merge in one
- * pass; more are merged pairwise, smallest first, through scratch arrays (a compaction merges a
- * handful of runs of geometrically growing sizes).
+ * Merges sorted runs into `into` (exactly their total length), ascending. A compaction merges a
+ * handful of runs of geometrically growing sizes: the smaller ones are merged pairwise, smallest
+ * first (their total is about the size of the largest), then that result and the largest run are
+ * merged straight into `into`, so the bulk of the hashes moves once.
  */
 export function mergeRunsInto(runs: readonly Float64Array[], into: Float64Array): void {
-  const live = runs.filter((run) => run.length > 0);
-  if (live.length === 0) return;
-  if (live.length === 1) {
-    into.set(live[0] as Float64Array);
-    return;
-  }
-  live.sort((a, b) => a.length - b.length);
-  let acc = live[0] as Float64Array;
+  const live = runs.filter((run) => run.length > 0).sort((a, b) => a.length - b.length);
+  const largest = live.pop();
+  if (largest === undefined) return;
+  let rest: Float64Array | undefined = live[0];
   for (let index = 1; index < live.length; index++) {
     const next = live[index] as Float64Array;
-    const target = index === live.length - 1 ? into : new Float64Array(acc.length + next.length);
-    mergeTwo(acc, next, target);
-    acc = target;
+    const merged: Float64Array = new Float64Array((rest as Float64Array).length + next.length);
+    mergeTwo(rest as Float64Array, next, merged);
+    rest = merged;
   }
+  if (rest === undefined) into.set(largest);
+  else mergeTwo(largest, rest, into);
 }
 
 function mergeTwo(old: Float64Array, fresh: Float64Array, merged: Float64Array): void {
