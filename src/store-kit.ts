@@ -38,7 +38,7 @@ export {
   type ReadPlan,
 } from './core/log-engine.js';
 export type { StoreTestHooks } from './core/store.js';
-export { checkCheckpointRecord, MAX_CHECKPOINT_BYTES } from './core/checkpoint/index.js';
+export { checkCheckpointRecord, extendsStoredRecord, MAX_CHECKPOINT_BYTES } from './core/checkpoint/index.js';
 export { anySignal, newAbortError, withDeadline } from './core/abort.js';
 
 // ---- the durability ledger engine ----

@@ -5,6 +5,7 @@
  */
 export {
   checkCheckpointRecord,
+  extendsStoredRecord,
   isCheckpointStore,
   MAX_CHECKPOINT_BYTES,
   type DurableCheckpointRecord,
