@@ -320,6 +320,7 @@ export class SessionDurability {
 
   /** Handles every due timer, then re-arms the alarm for the next one. */
   async alarm(): Promise<void> {
+    this.timers.forgetAlarm();
     const nowMs = Date.now();
     for (const timer of this.timers.due(nowMs)) {
       try {

@@ -17,6 +17,8 @@
  * returns `null` inside `alarm()` until it is set again, so re-arming after a wake-up works the
  * same way. Arming calls are chained: each reads the table only after the previous `setAlarm`
  * went through, so two concurrent arms cannot leave the alarm at the later of two deadlines.
+ * The instance remembers the alarm it last read or set (forgotten when the alarm fires): an arm
+ * whose earliest row is no earlier than a remembered alarm still ahead makes no storage call.
  */
 import type { SqlDriver } from '../../sql/driver.js';
 import { checkDurabilityKey } from '../../../core/durability/ledger-engine.js';
@@ -94,6 +96,10 @@ export class TimerTable {
   readonly #driver: SqlDriver;
   readonly #alarm: AlarmStorage;
   #arming: Promise<void> = Promise.resolve();
+  /** The alarm as this instance last read or set it (`undefined`: not known); see {@link arm}. */
+  #knownAlarm: number | null | undefined;
+  /** Bumped by {@link forgetAlarm}: an arming in flight then records nothing. */
+  #alarmEpoch = 0;
 
   constructor(driver: SqlDriver, alarm: AlarmStorage) {
     this.#driver = driver;
@@ -113,9 +119,8 @@ export class TimerTable {
 
   /** Removes `(kind, key)`; returns whether it existed. Synchronous: callable inside a transaction. */
   delete(kind: TimerKind, key: string): boolean {
-    if (this.get(kind, key) === undefined) return false;
-    this.#driver.exec('DELETE FROM timers WHERE kind = ? AND key = ?', kind, key);
-    return true;
+    // One statement: the rows it removed say whether the timer existed.
+    return this.#driver.query<{ kind: string }>('DELETE FROM timers WHERE kind = ? AND key = ? RETURNING kind', kind, key).length > 0;
   }
 
   /** Removes `(kind, key)` if it is still due at `dueMs` with `payload` (it was not moved meanwhile). */
@@ -186,15 +191,36 @@ export class TimerTable {
   }
 
   /**
+   * The alarm fired (`alarm()` calls this first): what this instance knew of it is stale, as
+   * `getAlarm()` answers `null` inside `alarm()` until it is set again.
+   */
+  forgetAlarm(): void {
+    this.#knownAlarm = undefined;
+    this.#alarmEpoch++;
+  }
+
+  /**
    * Sets the alarm to the earliest row when no alarm is set or the alarm is later than that row.
    * Calls are chained; the returned promise settles when this call's `setAlarm` went through.
+   * No storage call when there is no row, or when the alarm this instance last read or set is
+   * still ahead and no later than the earliest row (it fires in time; only this class sets the
+   * object's alarm, and a fired alarm is forgotten in `alarm()` before anything else).
    */
   arm(): Promise<void> {
     const run = async (): Promise<void> => {
+      const before = this.earliest();
+      if (before === null) return;
+      const known = this.#knownAlarm;
+      if (typeof known === 'number' && known > Date.now() && known <= before) return;
+      const epoch = this.#alarmEpoch;
       const current = await this.#alarm.getAlarm();
-      // Read the table only now: rows inserted while getAlarm was pending are included.
+      if (epoch === this.#alarmEpoch) this.#knownAlarm = current;
+      // Read the table again now: rows inserted while getAlarm was pending are included.
       const earliest = this.earliest();
-      if (earliest !== null && (current === null || current > earliest)) await this.#alarm.setAlarm(earliest);
+      if (earliest !== null && (current === null || current > earliest)) {
+        await this.#alarm.setAlarm(earliest);
+        if (epoch === this.#alarmEpoch) this.#knownAlarm = earliest;
+      }
     };
     const next = this.#arming.then(run, run);
     this.#arming = next.catch(() => undefined);
