@@ -184,6 +184,11 @@ export class SessionAgentHost {
   #activeRequestId: string | null = null;
   /** The latest arming of the alarm; model and tool I/O wait for it (see `agent-stream.ts`). */
   #armed: Promise<void> = Promise.resolve();
+  /**
+   * Requests `#send` is running, by request ID: `true` once `observe` recorded their terminal
+   * status (then `#send` need not read the row back).
+   */
+  readonly #sending = new Map<string, boolean>();
   /** Permission callbacks waiting for an answer, by permission request ID. */
   readonly #permissionWaiters = new Map<string, (answer: SessionPermissionDecision) => void>();
 
@@ -262,6 +267,7 @@ export class SessionAgentHost {
         else if (event.type in TERMINAL_STATUS) {
           const status = TERMINAL_STATUS[event.type];
           if (status !== undefined) this.#setStatus(requestId, status);
+          if (this.#sending.has(requestId)) this.#sending.set(requestId, true);
           // An input the Request ended before applying is not applied (as in the Session).
           this.#driver.exec('DELETE FROM agent_inputs WHERE request_id = ?', requestId);
           if (this.#activeRequestId === requestId) this.#activeRequestId = null;
@@ -551,22 +557,19 @@ export class SessionAgentHost {
     }
     this.#state = 'idle';
     this.#activeRequestId = null;
-    // Nothing left: the watchdog goes; the next request arms it again.
+    // Nothing left: the watchdog goes; the next request arms it again. Nothing ran since the
+    // queue was found empty above (no await in between), so it is still empty.
     this.#driver.transaction(() => {
-      if (this.#queued().length > 0) return;
       this.#setActive(false);
       this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
     });
-    if (this.#queued().length > 0) {
-      this.#pumping = false;
-      this.#kick(sessionId);
-    }
   }
 
   async #send(session: Session, row: RequestRow): Promise<void> {
     const mount = this.#requireMount();
     const body = JSON.parse(row.body) as StoredBody;
     const model = body.model === undefined ? undefined : mount.models?.[body.model];
+    this.#sending.set(row.request_id, false);
     try {
       // The row's IDs: a re-send of a row whose Request the log already has (accepted before an
       // eviction) finds that Request instead of accepting it twice (see `SessionSendOptions.requestId`).
@@ -580,8 +583,13 @@ export class SessionAgentHost {
       });
       this.#activeRequestId = handle.requestId;
       const result = await handle.result.catch(() => undefined);
-      // A re-sent row saw no new events: take its status from the Request's outcome.
-      if (result !== undefined && this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued') {
+      // A re-sent row saw no new events: take its status from the Request's outcome (a row whose
+      // terminal event this instance observed has its status already).
+      if (
+        result !== undefined &&
+        this.#sending.get(row.request_id) !== true &&
+        this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued'
+      ) {
         this.#setStatus(row.request_id, result.status);
       }
     } catch (error) {
@@ -590,6 +598,8 @@ export class SessionAgentHost {
         this.#setStatus(row.request_id, 'failed');
       }
       this.#message = error instanceof Error ? error.message : String(error);
+    } finally {
+      this.#sending.delete(row.request_id);
     }
   }
 
