@@ -189,6 +189,8 @@ export class SessionAgentHost {
    * status (then `#send` need not read the row back).
    */
   readonly #sending = new Map<string, boolean>();
+  /** The `agent_meta` `active` flag as this instance last wrote or read it (`undefined`: read it). */
+  #active: boolean | undefined;
   /** Permission callbacks waiting for an answer, by permission request ID. */
   readonly #permissionWaiters = new Map<string, (answer: SessionPermissionDecision) => void>();
 
@@ -221,11 +223,45 @@ export class SessionAgentHost {
   // ---- bookkeeping ----------------------------------------------------------------------------
 
   #isActive(): boolean {
-    return this.#driver.query<{ value: string }>("SELECT value FROM agent_meta WHERE key = 'active'")[0]?.value === '1';
+    this.#active ??= this.#driver.query<{ value: string }>("SELECT value FROM agent_meta WHERE key = 'active'")[0]?.value === '1';
+    return this.#active;
   }
 
   #setActive(active: boolean): void {
     this.#driver.exec("INSERT INTO agent_meta (key, value) VALUES ('active', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", active ? '1' : '0');
+    this.#active = active;
+  }
+
+  /** A transaction of this host; a rolled back one leaves the remembered `active` flag unknown. */
+  #transaction<T>(fn: () => T): T {
+    try {
+      return this.#driver.transaction(fn);
+    } catch (error) {
+      this.#active = undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Work is done once the Request the run loop sent ends and nothing else is queued or running:
+   * the `active` flag and the watchdog go in the commit of that Request's terminal event (so no
+   * transaction of their own follows it). A later Request the Session accepts on its own (a
+   * steering input rolled over) brings them back in the commit of its `request_accepted`.
+   */
+  #closeIfDone(requestId: string): void {
+    if (this.#sending.get(requestId) !== true || this.#active === false) return;
+    const busy = this.#driver.query<{ n: number }>("SELECT 1 AS n FROM agent_requests WHERE status IN ('queued', 'running') LIMIT 1");
+    if (busy.length > 0) return;
+    this.#setActive(false);
+    this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+  }
+
+  /** A Request accepted while the host was closed (see {@link #closeIfDone}): watched again. */
+  #reopenFor(): void {
+    if (this.#session === null || this.#isActive()) return;
+    this.#setActive(true);
+    this.#putWatch();
+    void this.#arm().catch(() => undefined);
   }
 
   #putWatch(): void {
@@ -261,13 +297,16 @@ export class SessionAgentHost {
       for (const event of events) {
         const requestId = 'requestId' in event ? event.requestId : undefined;
         if (requestId === undefined) continue;
-        if (event.type === 'request_accepted') this.#setStatus(requestId, 'running');
-        else if (event.type === 'request_started') this.#activeRequestId = requestId;
+        if (event.type === 'request_accepted') {
+          this.#setStatus(requestId, 'running');
+          this.#reopenFor();
+        } else if (event.type === 'request_started') this.#activeRequestId = requestId;
         else if (event.type === 'input_applied') this.#driver.exec('DELETE FROM agent_inputs WHERE input_id = ?', event.data.inputId);
         else if (event.type in TERMINAL_STATUS) {
           const status = TERMINAL_STATUS[event.type];
           if (status !== undefined) this.#setStatus(requestId, status);
           if (this.#sending.has(requestId)) this.#sending.set(requestId, true);
+          this.#closeIfDone(requestId);
           // An input the Request ended before applying is not applied (as in the Session).
           this.#driver.exec('DELETE FROM agent_inputs WHERE request_id = ?', requestId);
           if (this.#activeRequestId === requestId) this.#activeRequestId = null;
@@ -298,7 +337,7 @@ export class SessionAgentHost {
       ...(input.context === undefined ? {} : { context: input.context }),
     };
     const bodyJson = canonicalJson(body as unknown as JsonObject);
-    const { row, created } = this.#driver.transaction(() => {
+    const { row, created } = this.#transaction(() => {
       const existing = this.#rows('WHERE command_id = ?', commandId)[0];
       if (existing !== undefined) {
         if (existing.body !== bodyJson) {
@@ -439,7 +478,7 @@ export class SessionAgentHost {
     if (!this.#permissionWaiters.has(permissionRequestId) && !(await this.#deps.pendingPermissions(sessionId)).includes(permissionRequestId)) {
       throw new DurableSessionRecoveryError('DURABLE_RECOVERY_TARGET_NOT_FOUND', `no pending permission ${permissionRequestId}`);
     }
-    this.#driver.transaction(() => {
+    this.#transaction(() => {
       this.#driver.exec(
         'INSERT INTO agent_permissions (permission_request_id, decision, message) VALUES (?, ?, ?)',
         permissionRequestId,
@@ -557,9 +596,11 @@ export class SessionAgentHost {
     }
     this.#state = 'idle';
     this.#activeRequestId = null;
-    // Nothing left: the watchdog goes; the next request arms it again. Nothing ran since the
-    // queue was found empty above (no await in between), so it is still empty.
-    this.#driver.transaction(() => {
+    // Nothing left: the watchdog goes (unless the last Request's terminal commit took it, see
+    // #closeIfDone); the next request arms it again. Nothing ran since the queue was found empty
+    // above (no await in between), so it is still empty.
+    if (!this.#isActive()) return;
+    this.#transaction(() => {
       this.#setActive(false);
       this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
     });
