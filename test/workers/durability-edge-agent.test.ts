@@ -14,7 +14,7 @@
  * In each abort case a subscriber reconnecting with its last cursor sees a gapless,
  * duplicate-free log. Nothing here waits on time except bounded polling for a state.
  */
-import { abortAllDurableObjects } from 'cloudflare:test';
+import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { mintSessionToken, type TokenScope } from '../../src/app/auth.js';
 import { SessionId } from '../../src/protocol/ids.js';
@@ -173,6 +173,37 @@ describe('an agent Session running inside the session object', () => {
       log.map((event) => event.sequence),
     );
     for (const subscriber of [early, late, resumed]) subscriber.close();
+  });
+
+  it('keeps the watchdog and the active flag while a request runs, and drops them when the last one ends, request after request', async () => {
+    const sessionId = freshSession('edge-watch');
+    const watch = () =>
+      runInDurableObject(objectOf(sessionId).stub, (_instance, state) => ({
+        timers: state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM timers WHERE kind = 'agent.watch'").one().n,
+        active: state.storage.sql.exec<{ value: string }>("SELECT value FROM agent_meta WHERE key = 'active'").toArray()[0]?.value,
+      }));
+    const running = { timers: 1, active: '1' };
+    const done = { timers: 0, active: '0' };
+    const idle = () => until(() => status(sessionId), (s) => s.state === 'idle' && s.activeRequestId === null, 'an idle host');
+    // 1: held by the gate while we look, then released.
+    await submit(sessionId, 'gated');
+    await until(() => logOf(sessionId), (log) => types(log).includes('model_request_started'), 'the gated call');
+    expect(await watch()).toEqual(running);
+    expect(await objectOf(sessionId).api.currentAlarm()).toEqual(expect.any(Number));
+    await api(sessionId).releaseModel();
+    await until(() => logOf(sessionId), (log) => types(log).includes('request_completed'), 'the first request to end');
+    await idle();
+    expect(await watch()).toEqual(done);
+    // 2: a whole one-tool request after that.
+    await submit(sessionId, 'tool');
+    await until(() => logOf(sessionId), (log) => types(log).filter((type) => type === 'request_completed').length === 2, 'the second request to end');
+    await idle();
+    expect(await watch()).toEqual(done);
+    // 3: a request that never ends is watched again.
+    await submit(sessionId, 'hang-stream');
+    await until(() => logOf(sessionId), (log) => types(log).filter((type) => type === 'model_request_started').length === 4, 'the hanging call');
+    expect(await watch()).toEqual(running);
+    await abortAllDurableObjects();
   });
 
   it('queues next requests behind the running one and lets a now request interrupt it', async () => {
