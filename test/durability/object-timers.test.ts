@@ -90,12 +90,16 @@ describe('TimerTable.arm', () => {
   });
 });
 
-describe('TimerTable.delete', () => {
+describe('TimerTable.delete and remove', () => {
   it('answers whether the timer existed', () => {
     const { timers } = table();
     timers.put(TIMER_KINDS.user, 'k', Date.now() + 1_000, { a: 1 });
     expect(timers.delete(TIMER_KINDS.user, 'k')).toBe(true);
     expect(timers.delete(TIMER_KINDS.user, 'k')).toBe(false);
     expect(timers.get(TIMER_KINDS.user, 'k')).toBeUndefined();
+    timers.put(TIMER_KINDS.agent, 'agent', Date.now() + 1_000, null);
+    timers.remove(TIMER_KINDS.agent, 'agent');
+    timers.remove(TIMER_KINDS.agent, 'agent');
+    expect(timers.get(TIMER_KINDS.agent, 'agent')).toBeUndefined();
   });
 });

@@ -253,7 +253,7 @@ export class SessionAgentHost {
     const busy = this.#driver.query<{ n: number }>("SELECT 1 AS n FROM agent_requests WHERE status IN ('queued', 'running') LIMIT 1");
     if (busy.length > 0) return;
     this.#setActive(false);
-    this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+    this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
   }
 
   /** A Request accepted while the host was closed (see {@link #closeIfDone}): watched again. */
@@ -602,7 +602,7 @@ export class SessionAgentHost {
     if (!this.#isActive()) return;
     this.#transaction(() => {
       this.#setActive(false);
-      this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+      this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
     });
   }
 
@@ -720,7 +720,7 @@ export class SessionAgentHost {
         this.#message = error instanceof Error ? error.message : String(error);
         this.#session = null;
         // Nothing will move without a decision: no watchdog until a recovery operation.
-        this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+        this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
         return null;
       }
       if (isDurableError(error) && error.code === 'DURABLE_EXECUTION_LEASE_CONFLICT') {
@@ -754,7 +754,7 @@ export class SessionAgentHost {
       this.#permissionWaiters.set(request.permissionRequestId, resolve);
       this.#state = 'waiting_permission';
       // Nothing is due until someone answers: no watchdog (the answer wakes the object).
-      this.#deps.timers.delete(TIMER_KINDS.agent, WATCH_KEY);
+      this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
       request.signal.addEventListener(
         'abort',
         () => {

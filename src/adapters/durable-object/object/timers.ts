@@ -119,8 +119,19 @@ export class TimerTable {
 
   /** Removes `(kind, key)`; returns whether it existed. Synchronous: callable inside a transaction. */
   delete(kind: TimerKind, key: string): boolean {
-    // One statement: the rows it removed say whether the timer existed.
-    return this.#driver.query<{ kind: string }>('DELETE FROM timers WHERE kind = ? AND key = ? RETURNING kind', kind, key).length > 0;
+    if (this.get(kind, key) === undefined) return false;
+    this.remove(kind, key);
+    return true;
+  }
+
+  /**
+   * Removes `(kind, key)` if it exists, without saying whether it did: one plain DELETE, no read
+   * (in the edge-agent bench's profile a `DELETE ... RETURNING` cost several times a plain one:
+   * SQLite collects `RETURNING` rows in a temporary table). Synchronous: callable inside a
+   * transaction.
+   */
+  remove(kind: TimerKind, key: string): void {
+    this.#driver.exec('DELETE FROM timers WHERE kind = ? AND key = ?', kind, key);
   }
 
   /** Removes `(kind, key)` if it is still due at `dueMs` with `payload` (it was not moved meanwhile). */
