@@ -100,6 +100,8 @@ const SCHEMA = [
      body TEXT NOT NULL,
      status TEXT NOT NULL
    )`,
+  // The run loop's queue and the end-of-work check look rows up by status (the table keeps every request).
+  `CREATE INDEX IF NOT EXISTS agent_requests_by_status ON agent_requests (status)`,
   `CREATE TABLE IF NOT EXISTS agent_permissions (
      permission_request_id TEXT PRIMARY KEY,
      decision TEXT NOT NULL,
@@ -347,7 +349,8 @@ export class SessionAgentHost {
         }
         return { row: existing, created: false };
       }
-      const position = (this.#driver.query<{ n: number | null }>('SELECT MAX(position) AS n FROM agent_requests')[0]?.n ?? 0) + 1;
+      // Positions grow with insertion, so the last row inserted has the largest (no scan).
+      const position = (this.#driver.query<{ n: number }>('SELECT position AS n FROM agent_requests ORDER BY rowid DESC LIMIT 1')[0]?.n ?? 0) + 1;
       const fresh: RequestRow = {
         command_id: commandId,
         position,
