@@ -51,6 +51,44 @@ function field(event: DurableEventEnvelope, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The provider's stream as the Session reads it (`getReader()`, then `read()` until done, then
+ * `releaseLock()`), each part tapped when its read resolves, before the Session sees it. No
+ * second native stream is piped in between (a pull-through `ReadableStream` here cost more than a
+ * tenth of a one-tool turn in the edge-agent bench). A wrapped model's stream only ever reaches
+ * the Session (the host wraps the models it hands to it), so only that reading path is offered:
+ * any other use (pipes, async iteration) fails loudly rather than skipping the tap.
+ */
+function tappedStream(
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  tap: (part: LanguageModelV3StreamPart) => void,
+): ReadableStream<LanguageModelV3StreamPart> {
+  const tapped = {
+    get locked(): boolean {
+      return stream.locked;
+    },
+    cancel: (reason?: unknown): Promise<void> => stream.cancel(reason),
+    getReader: () => {
+      const reader = stream.getReader();
+      return {
+        get closed(): Promise<unknown> {
+          return reader.closed;
+        },
+        read: (): Promise<ReadableStreamReadResult<LanguageModelV3StreamPart>> =>
+          reader.read().then((next) => {
+            if (!next.done) tap(next.value);
+            return next;
+          }),
+        releaseLock: (): void => reader.releaseLock(),
+        cancel: (reason?: unknown): Promise<void> => reader.cancel(reason),
+      };
+    },
+  };
+  // SAFETY: the Session reads a model stream through getReader(), read(), releaseLock() and
+  // cancel() only (see the comment above); every other member is absent on purpose.
+  return tapped as unknown as ReadableStream<LanguageModelV3StreamPart>;
+}
+
 /** The live part of an agent's stream (see the module header). */
 export class AgentLiveStream {
   readonly #sink: FrameSink;
@@ -133,27 +171,7 @@ export class AgentLiveStream {
       doStream: async (options) => {
         await this.#beforeIo();
         const result = await model.doStream(options);
-        // A pull-through stream without a queue of its own (high-water mark 0): each part is tapped
-        // when the Session reads it, and no pipe runs ahead of the reader.
-        const reader = result.stream.getReader();
-        const stream = new ReadableStream<LanguageModelV3StreamPart>(
-          {
-            async pull(controller) {
-              const next = await reader.read();
-              if (next.done) {
-                controller.close();
-                return;
-              }
-              tap(next.value);
-              controller.enqueue(next.value);
-            },
-            cancel(reason) {
-              return reader.cancel(reason);
-            },
-          },
-          { highWaterMark: 0 },
-        );
-        return { ...result, stream };
+        return { ...result, stream: tappedStream(result.stream, tap) };
       },
     };
   }
