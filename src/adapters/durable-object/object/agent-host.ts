@@ -186,11 +186,16 @@ export class SessionAgentHost {
   #activeRequestId: string | null = null;
   /** The latest arming of the alarm; model and tool I/O wait for it (see `agent-stream.ts`). */
   #armed: Promise<void> = Promise.resolve();
+  /** Requests `#send` is running (their terminal commit may close the host, see {@link #closeIfDone}). */
+  readonly #sending = new Set<string>();
   /**
-   * Requests `#send` is running, by request ID: `true` once `observe` recorded their terminal
-   * status (then `#send` need not read the row back).
+   * The `agent_requests` rows still queued or running, by request ID, as this instance wrote or
+   * read them (`undefined`: read them first). Only this class writes the table; a host
+   * transaction that rolls back forgets this and {@link #lastPosition}.
    */
-  readonly #sending = new Map<string, boolean>();
+  #live: Map<string, RequestRow> | undefined;
+  /** The largest request position, once read. */
+  #lastPosition: number | undefined;
   /** The `agent_meta` `active` flag as this instance last wrote or read it (`undefined`: read it). */
   #active: boolean | undefined;
   /** Permission callbacks waiting for an answer, by permission request ID. */
@@ -240,6 +245,8 @@ export class SessionAgentHost {
       return this.#driver.transaction(fn);
     } catch (error) {
       this.#active = undefined;
+      this.#live = undefined;
+      this.#lastPosition = undefined;
       throw error;
     }
   }
@@ -250,10 +257,8 @@ export class SessionAgentHost {
    * transaction of their own follows it). A later Request the Session accepts on its own (a
    * steering input rolled over) brings them back in the commit of its `request_accepted`.
    */
-  #closeIfDone(requestId: string): void {
-    if (this.#sending.get(requestId) !== true || this.#active === false) return;
-    const busy = this.#driver.query<{ n: number }>("SELECT 1 AS n FROM agent_requests WHERE status IN ('queued', 'running') LIMIT 1");
-    if (busy.length > 0) return;
+  #closeIfDone(): void {
+    if (this.#active === false || this.#liveRows().size > 0) return;
     this.#setActive(false);
     this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
   }
@@ -288,6 +293,20 @@ export class SessionAgentHost {
 
   #setStatus(requestId: string, status: AgentRequestStatus): void {
     this.#driver.exec('UPDATE agent_requests SET status = ? WHERE request_id = ?', status, requestId);
+    const row = this.#live?.get(requestId);
+    if (row === undefined) return;
+    if (status === 'queued' || status === 'running') row.status = status;
+    else this.#live?.delete(requestId);
+  }
+
+  /** See {@link #live}. */
+  #liveRows(): Map<string, RequestRow> {
+    if (this.#live === undefined) {
+      const live = new Map<string, RequestRow>();
+      for (const row of this.#rows("WHERE status IN ('queued', 'running')")) live.set(row.request_id, row);
+      this.#live = live;
+    }
+    return this.#live;
   }
 
   /** Follows committed events (called by the object after every commit). Never throws. */
@@ -307,8 +326,7 @@ export class SessionAgentHost {
         else if (event.type in TERMINAL_STATUS) {
           const status = TERMINAL_STATUS[event.type];
           if (status !== undefined) this.#setStatus(requestId, status);
-          if (this.#sending.has(requestId)) this.#sending.set(requestId, true);
-          this.#closeIfDone(requestId);
+          if (this.#sending.has(requestId)) this.#closeIfDone();
           // An input the Request ended before applying is not applied (as in the Session).
           this.#driver.exec('DELETE FROM agent_inputs WHERE request_id = ?', requestId);
           if (this.#activeRequestId === requestId) this.#activeRequestId = null;
@@ -350,7 +368,8 @@ export class SessionAgentHost {
         return { row: existing, created: false };
       }
       // Positions grow with insertion, so the last row inserted has the largest (no scan).
-      const position = (this.#driver.query<{ n: number }>('SELECT position AS n FROM agent_requests ORDER BY rowid DESC LIMIT 1')[0]?.n ?? 0) + 1;
+      this.#lastPosition ??= this.#driver.query<{ n: number }>('SELECT position AS n FROM agent_requests ORDER BY rowid DESC LIMIT 1')[0]?.n ?? 0;
+      const position = this.#lastPosition + 1;
       const fresh: RequestRow = {
         command_id: commandId,
         position,
@@ -372,6 +391,10 @@ export class SessionAgentHost {
       this.#putWatch();
       return { row: fresh, created: true };
     });
+    if (created) {
+      this.#lastPosition = row.position;
+      this.#live?.set(row.request_id, { ...row });
+    }
     // The alarm is set before any model or tool I/O of this request can start: the model and tool
     // wrappers wait for it, while the request's first commits go ahead.
     const armed = this.#arm();
@@ -576,7 +599,7 @@ export class SessionAgentHost {
   }
 
   #queued(): RequestRow[] {
-    return this.#rows("WHERE status = 'queued'").sort((a, b) => {
+    return [...this.#liveRows().values()].filter((row) => row.status === 'queued').sort((a, b) => {
       const pa = PRIORITY_ORDER[(JSON.parse(a.body) as StoredBody).priority];
       const pb = PRIORITY_ORDER[(JSON.parse(b.body) as StoredBody).priority];
       return pa - pb || a.position - b.position;
@@ -613,7 +636,7 @@ export class SessionAgentHost {
     const mount = this.#requireMount();
     const body = JSON.parse(row.body) as StoredBody;
     const model = body.model === undefined ? undefined : mount.models?.[body.model];
-    this.#sending.set(row.request_id, false);
+    this.#sending.add(row.request_id);
     try {
       // The row's IDs: a re-send of a row whose Request the log already has (accepted before an
       // eviction) finds that Request instead of accepting it twice (see `SessionSendOptions.requestId`).
@@ -627,18 +650,13 @@ export class SessionAgentHost {
       });
       this.#activeRequestId = handle.requestId;
       const result = await handle.result.catch(() => undefined);
-      // A re-sent row saw no new events: take its status from the Request's outcome (a row whose
-      // terminal event this instance observed has its status already).
-      if (
-        result !== undefined &&
-        this.#sending.get(row.request_id) !== true &&
-        this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued'
-      ) {
+      // A re-sent row saw no new events: take its status from the Request's outcome.
+      if (result !== undefined && this.#liveRows().get(row.request_id)?.status === 'queued') {
         this.#setStatus(row.request_id, result.status);
       }
     } catch (error) {
       // The request could not be accepted (invalid input, say): it never ran.
-      if (this.#rows('WHERE request_id = ?', row.request_id)[0]?.status === 'queued') {
+      if (this.#liveRows().get(row.request_id)?.status === 'queued') {
         this.#setStatus(row.request_id, 'failed');
       }
       this.#message = error instanceof Error ? error.message : String(error);
