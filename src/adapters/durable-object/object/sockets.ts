@@ -171,11 +171,14 @@ export class SessionSockets {
   }
 
   #sendTransient(sessionId: string | undefined, frame: string, resyncWhenHeld: boolean): void {
+    const sockets = this.#ctx.getWebSockets();
+    // Nobody listens (the common case while an agent streams): no size, limits or window to work out.
+    if (sockets.length === 0) return;
     const bytes = frameByteLength(frame);
     const limits = this.#limits();
     const now = this.#now();
     let total = this.#objectInFlight();
-    for (const ws of this.#ctx.getWebSockets()) {
+    for (const ws of sockets) {
       const cursor = this.#cursorOf(ws);
       if (cursor === null || !cursor.caughtUp) continue;
       if (sessionId !== undefined && cursor.sessionId !== sessionId) continue;
