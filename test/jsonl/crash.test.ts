@@ -112,5 +112,7 @@ describe('JsonlDurableEventStore under SIGKILL', () => {
       await store.close();
     }
     expect(acknowledged.length).toBeGreaterThan(WAVES * WRITERS_PER_WAVE * 3);
-  });
+    // 20 child processes, each starting tsx: on a machine with both cores taken by other work this
+    // took over 30 s (the default), so it gets a budget of its own.
+  }, 180_000);
 });

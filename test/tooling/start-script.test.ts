@@ -104,11 +104,17 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function fetchHealth(url: string, deadline: number): Promise<Response> {
+/**
+ * Polls `url` until it answers; returns the status and the parsed body. The body is read inside the
+ * attempt: the attempt's timeout also covers the body, which on a loaded machine can arrive after
+ * the headers (reading it later let that timeout fail the test instead of retrying).
+ */
+async function fetchHealth(url: string, deadline: number): Promise<{ status: number; body: unknown }> {
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
-      return await fetch(url, { signal: AbortSignal.timeout(2_000) });
+      const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+      return { status: response.status, body: await response.json() };
     } catch (error) {
       lastError = error;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -160,7 +166,7 @@ describe('scripts/start.mjs (wrangler dev)', () => {
     try {
       const response = await fetchHealth(`http://127.0.0.1:${port}/healthz`, Date.now() + 45_000);
       expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({ ok: true, name: 'agent-ledger', protocol: 4 });
+      expect(response.body).toEqual({ ok: true, name: 'agent-ledger', protocol: 4 });
 
       // Every printed example, pasted twice into a shell: the second paste changes nothing.
       const pasted = printedCurlCommands(output);
