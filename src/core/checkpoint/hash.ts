@@ -99,6 +99,31 @@ export function hashKeyRange(text: string, start: number, end: number): number {
   return finishHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
 }
 
+/**
+ * Exactly `hashKey` of the ASCII text whose code units are `bytes[start..end)` (one byte per code
+ * unit): the same rounds, read from a byte array (the batch path of a checkpoint's new IDs).
+ */
+export function hashKeyBytes(bytes: Uint8Array, start: number, end: number): number {
+  let h1 = INITIAL_HASH_STATE.h1;
+  let h2 = INITIAL_HASH_STATE.h2;
+  const length = end - start;
+  let index = start;
+  for (; index + 1 < end; index += 2) {
+    // SAFETY: index + 1 < end <= bytes.length.
+    const word = (bytes[index] as number) | ((bytes[index + 1] as number) << 16);
+    h1 = Math.imul(h1 ^ word, 2654435761);
+    h2 = Math.imul(h2 ^ word, 1597334677);
+  }
+  if (index < end) {
+    const code = bytes[index] as number;
+    h1 = Math.imul(h1 ^ code, 2654435761);
+    h2 = Math.imul(h2 ^ code, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ length, 2654435761);
+  h2 = Math.imul(h2 ^ length, 1597334677);
+  return finishHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
+}
+
 /** The lanes of {@link hashBytes} before finishing, starting from `state` (to chain hashes). */
 export function hashBytesState(bytes: Uint8Array, state: RunningHashState = INITIAL_HASH_STATE): RunningHashState {
   let h1 = state.h1;

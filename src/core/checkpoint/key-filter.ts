@@ -14,7 +14,7 @@
  * key has probability about keys / 2^53 per lookup (2e-10 at two million keys), so in practice
  * the rebuild happens only for a log that really reuses an old ID, i.e. an invalid one.
  */
-import { hashKey, hashKeyRange } from './hash.js';
+import { hashKey, hashKeyBytes, hashKeyRange } from './hash.js';
 
 /** Thrown by a checkpoint-restored projector when only the full log can answer. */
 export class DurableCheckpointInconclusiveError extends Error {
@@ -186,19 +186,29 @@ function hashInto(list: readonly string[], hashes: Float64Array): Float64Array {
   // The drained IDs are mostly concatenations (`prefix + id`): reading one of those flattens it
   // (a copy per key, scattered in the heap). Joining a few hundred at a time copies them into
   // one flat string natively, and each key is hashed in place there (same hash as `hashKey`).
+  // When a chunk is ASCII (IDs nearly always are), its UTF-8 bytes are its code units: the native
+  // encoder copies them into bytes, and hashing from a byte array is about three times faster
+  // than `charCodeAt` on the string.
   for (let first = 0; first < list.length; first += JOIN_CHUNK) {
     const last = Math.min(list.length, first + JOIN_CHUNK);
     const joined = list.slice(first, last).join('');
+    if (joinedBytes.length < joined.length) joinedBytes = new Uint8Array(Math.max(joined.length, 2 * joinedBytes.length));
+    const { read, written } = utf8.encodeInto(joined, joinedBytes);
+    const ascii = read === joined.length && written === joined.length;
     let start = 0;
     for (let index = first; index < last; index++) {
       // SAFETY: index < length.
       const end = start + (list[index] as string).length;
-      hashes[index] = hashKeyRange(joined, start, end);
+      hashes[index] = ascii ? hashKeyBytes(joinedBytes, start, end) : hashKeyRange(joined, start, end);
       start = end;
     }
   }
   return hashes;
 }
+
+const utf8 = new TextEncoder();
+/** Scratch for the bytes of one joined chunk (about 20 KB). */
+let joinedBytes = new Uint8Array(0);
 
 /** Below this many hashes the native sort is as fast as the radix sort and needs no scratch. */
 const RADIX_MIN = 1024;
