@@ -194,6 +194,9 @@ describe('checkpoint codec (format 3)', () => {
     const expected = Float64Array.from(keys.map(hashKey)).sort();
     expect(Array.from(sortedHashes(keys))).toEqual(Array.from(expected));
     expect(Array.from(HashedKeyFilter.EMPTY.withKeys(new Set(keys)).runs[0] ?? [])).toEqual(Array.from(new Float64Array(new Set(expected)).sort()));
+    // All-ASCII chunks take the byte path: still exactly hashKey (odd and even lengths, empty keys).
+    const ascii = Array.from({ length: 1500 }, (_, index) => (index % 11 === 0 ? '' : `c:${'x'.repeat(index % 3)}${index}`));
+    expect(Array.from(sortedHashes(ascii))).toEqual(Array.from(Float64Array.from(ascii.map(hashKey)).sort()));
   });
 
   it('sorts large batches of new hashes (radix sort) exactly as the native sort does', () => {
