@@ -18,7 +18,7 @@ import {
   isDurableExecutionLeaseError,
   isDurableExecutionLeaseTimeoutError,
 } from '../protocol/errors.js';
-import type { DurableReason, InterruptBehavior, ModelIdentity, ModelSelection } from '../protocol/event-payloads.js';
+import type { DurableReason, ModelIdentity, ModelSelection } from '../protocol/event-payloads.js';
 import { CommandId, type InputId, type SessionId } from '../protocol/ids.js';
 import type { FrameHub } from './frames.js';
 import type { HistoryProjection } from './history.js';
@@ -143,9 +143,4 @@ export async function validateOwnership(core: SessionCore): Promise<void> {
   } catch (error) {
     throw new ExecutionStopped('lease_lost', `the execution lease was lost: ${(error as Error).message}`, { cause: error });
   }
-}
-
-/** The signal a tool with `behavior` listens to. */
-export function interruptSignal(behavior: InterruptBehavior, cancel: AbortSignal, kill: AbortSignal): AbortSignal {
-  return behavior === 'block' ? kill : cancel;
 }

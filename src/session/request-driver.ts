@@ -182,11 +182,7 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
   await commit(core, `model:${modelAttemptId}`, [
     { type: 'model_request_started', ...scope, data: { model: run.model.modelId, modelIdentity: identity, streaming: core.settings.streaming } },
   ]);
-  const controller = new AbortController();
-  run.modelCall = controller;
-  const onCancel = (): void => controller.abort(run.cancel.signal.reason);
-  run.cancel.signal.addEventListener('abort', onCancel, { once: true });
-  if (run.cancel.signal.aborted) onCancel();
+  const controller = run.startModelCall();
   let sessionError: unknown;
   try {
     await validateOwnership(core);
@@ -245,8 +241,7 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
     run.settle({ requestId: run.requestId, status: 'failed', error: info });
     throw new RequestEnded();
   } finally {
-    run.cancel.signal.removeEventListener('abort', onCancel);
-    run.modelCall = null;
+    run.endModelCall();
   }
 }
 

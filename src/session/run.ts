@@ -4,9 +4,13 @@
  *
  * Two signals: `cancel` stops the model call, permission waits and tools with
  * `interruptBehavior: 'cancel'`; `kill` (lease loss) stops every tool, `block` ones included.
+ * The model call in flight has its own controller (a `now` steering input aborts only the call);
+ * `requestStop` aborts it directly, with the reason `cancel` gets, instead of through a listener
+ * on `cancel`'s signal. Node creates an `AbortSignal` only when `.signal` is first read (a few
+ * microseconds each), so neither `cancel`'s nor `kill`'s signal exists until something needs it.
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
+import type { DurableInput, InterruptBehavior, ModelSelection, Priority } from '../protocol/event-payloads.js';
 import type { InputId, RequestId } from '../protocol/ids.js';
 import type { JsonObject } from '../protocol/json.js';
 import { newAbortError } from '../core/abort.js';
@@ -29,7 +33,11 @@ export class RequestRun {
   readonly cancel = new AbortController();
   readonly kill = new AbortController();
   stop: StopIntent | null = null;
+  /** The controller of the model call in flight (see {@link RequestRun.startModelCall}). */
   modelCall: AbortController | null = null;
+  /** Whether `cancel` was aborted, and with what, read without creating its signal. */
+  #cancelled = false;
+  #cancelReason: unknown = undefined;
   steering: PendingSteer[] = [];
   steeredSinceTurn = false;
   readonly result: Promise<SessionRequestResult>;
@@ -79,7 +87,33 @@ export class RequestRun {
     if (this.stop === null || intent.kind === 'lost') this.stop = intent;
     if (intent.kind === 'lost') this.kill.abort(intent.error);
     // Building an AbortError captures a stack (costly in Node): only when the signal still listens.
-    if (!this.cancel.signal.aborted) this.cancel.abort(intent.kind === 'lost' ? intent.error : newAbortError(`stopped: ${intent.kind}`));
+    if (this.#cancelled) return;
+    const reason = intent.kind === 'lost' ? intent.error : newAbortError(`stopped: ${intent.kind}`);
+    this.#cancelled = true;
+    this.#cancelReason = reason;
+    this.cancel.abort(reason);
+    this.modelCall?.abort(reason);
+  }
+
+  /**
+   * The controller of a new model call, current until {@link RequestRun.endModelCall}: aborted by
+   * `requestStop` (with `cancel`'s reason) or `interruptModelCall`, and already aborted when the
+   * run was stopped before the call.
+   */
+  startModelCall(): AbortController {
+    const controller = new AbortController();
+    this.modelCall = controller;
+    if (this.#cancelled) controller.abort(this.#cancelReason);
+    return controller;
+  }
+
+  endModelCall(): void {
+    this.modelCall = null;
+  }
+
+  /** The signal a tool with `behavior` listens to (`block`: only a lost lease stops it). */
+  toolSignal(behavior: InterruptBehavior): AbortSignal {
+    return behavior === 'block' ? this.kill.signal : this.cancel.signal;
   }
 
   /** Aborts only the model call in flight (a `now` steering input). */

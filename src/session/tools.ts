@@ -23,7 +23,7 @@ import { isAbortError, SessionDurableRecorderError } from '../protocol/errors.js
 import type { DurableErrorInfo, DurableReason, ModelToolCall, PermissionDecision } from '../protocol/event-payloads.js';
 import { PermissionRequestId, ToolAttemptId, type ModelAttemptId, type RequestId, type TurnId } from '../protocol/ids.js';
 import { isLosslessJson, type JsonValue } from '../protocol/json.js';
-import { commit, ExecutionStopped, interruptSignal, validateOwnership, type SessionCore } from './core.js';
+import { commit, ExecutionStopped, validateOwnership, type SessionCore } from './core.js';
 import type { RequestRun } from './run.js';
 import type { AnySessionTool, SessionPermissionDecision, SessionToolContext } from './types.js';
 
@@ -275,7 +275,7 @@ async function executeTool(
   scope: ToolScope,
   identity: { toolCallId: string; toolName: string },
 ): Promise<void> {
-  const signal = interruptSignal(view.interruptBehavior, run.cancel.signal, run.kill.signal);
+  const signal = run.toolSignal(view.interruptBehavior);
   await validateOwnership(core);
   let port: DurabilityPort | undefined;
   if (core.settings.durability && isDurabilityLedgerStore(core.store)) {
