@@ -13,8 +13,9 @@
  * writes nothing.
  */
 import { createDurabilityPort } from '../core/durability/port.js';
-import { isDurabilityLedgerStore } from '../core/durability/ledger-contract.js';
-import type { DurabilityPort } from '../core/durability/port-types.js';
+import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import type { DurabilityPort, DurabilityPortLike } from '../core/durability/port-types.js';
+import { checkDurabilityScope } from '../core/durability/ledger-validation.js';
 import { toolCallScope } from '../core/durability/scope.js';
 import type { DurableCommandEventDraft } from '../core/journal/journal-options.js';
 import { entriesOf, ownEntry } from '../core/projector/frozen-data.js';
@@ -267,6 +268,48 @@ function failureOf(error: unknown): DurableErrorInfo {
   return { code: 'TOOL_FAILED', message: String(error) };
 }
 
+/**
+ * The tool call's durability port, created on the first `step`, `sleep` or `waitFor` (most tools
+ * never call one; a port costs an `AbortSignal`, a listener on the tool's signal and an abort
+ * event on `close`). Its scope is checked here, where creating the port used to check it; a call
+ * after `close()` meets a closed port, as before.
+ */
+function lazyPort(
+  store: DurabilityLedgerStore,
+  core: SessionCore,
+  run: RequestRun,
+  view: DurableToolAttemptView,
+  signal: AbortSignal,
+): DurabilityPortLike & { close(): void } {
+  const scope = checkDurabilityScope(toolCallScope(run.requestId, view.toolName, view.toolCallId));
+  let port: DurabilityPort | undefined;
+  let closed = false;
+  const portOf = (): DurabilityPort => {
+    if (port === undefined) {
+      port = createDurabilityPort({
+        store,
+        sessionId: core.sessionId,
+        runId: run.requestId,
+        scope,
+        signal,
+        clock: core.settings.clock,
+        time: core.settings.time,
+      });
+      if (closed) port.close();
+    }
+    return port;
+  };
+  return {
+    step: (key, body) => portOf().step(key, body),
+    sleep: (key, duration) => portOf().sleep(key, duration),
+    waitFor: (key, options) => portOf().waitFor(key, options),
+    close: () => {
+      closed = true;
+      port?.close();
+    },
+  };
+}
+
 async function executeTool(
   core: SessionCore,
   run: RequestRun,
@@ -277,18 +320,8 @@ async function executeTool(
 ): Promise<void> {
   const signal = run.toolSignal(view.interruptBehavior);
   await validateOwnership(core);
-  let port: DurabilityPort | undefined;
-  if (core.settings.durability && isDurabilityLedgerStore(core.store)) {
-    port = createDurabilityPort({
-      store: core.store,
-      sessionId: core.sessionId,
-      runId: run.requestId,
-      scope: toolCallScope(run.requestId, view.toolName, view.toolCallId),
-      signal,
-      clock: core.settings.clock,
-      time: core.settings.time,
-    });
-  }
+  const store = core.store;
+  const port = core.settings.durability && isDurabilityLedgerStore(store) ? lazyPort(store, core, run, view, signal) : undefined;
   const context: SessionToolContext = {
     sessionId: core.sessionId,
     requestId: run.requestId,
@@ -299,9 +332,9 @@ async function executeTool(
     signal,
     executionFence: core.lease?.fence,
     context: run.context,
-    step: port === undefined ? undefined : port.step.bind(port),
-    sleep: port === undefined ? undefined : port.sleep.bind(port),
-    waitFor: port === undefined ? undefined : port.waitFor.bind(port),
+    step: port?.step,
+    sleep: port?.sleep,
+    waitFor: port?.waitFor,
     progress: (data) => {
       if (core.hub.listening) core.hub.publish({ type: 'tool_progress', ...scope, ...identity, data });
     },
