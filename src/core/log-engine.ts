@@ -267,8 +267,11 @@ const MAX_TIME_VALUE_MS = 8.64e15;
 let lastSecond = Number.NaN;
 let lastSecondPrefix = '';
 
-/** `new Date(ms).toISOString()`, reusing the formatted date and time of the last second stamped. */
-function isoOf(ms: number): string {
+/**
+ * `new Date(ms).toISOString()`, reusing the formatted date and time of the last second stamped
+ * (also the Session's `occurredAt` stamp: its commits and the appends share a millisecond often).
+ */
+export function isoOf(ms: number): string {
   if (ms === lastStampMs) return lastStamp;
   // `Date` drops the fraction of a millisecond (toward zero), then the milliseconds are the last
   // three digits before `Z` in every ISO form, extended years included.

@@ -13,6 +13,7 @@ import type { DurableSessionJournal } from '../core/journal/journal.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type { DurableEventStore } from '../core/store.js';
 import type { TimeSource } from '../core/time.js';
+import { isoOf } from '../core/log-engine.js';
 import {
   isDurableCommandOutcomeUnknownError,
   isDurableExecutionLeaseError,
@@ -102,7 +103,7 @@ export async function commit(
   commandId: string,
   events: readonly DurableCommandEventDraft[],
 ): Promise<DurableCommitResult> {
-  const occurredAt = new Date(core.settings.clock()).toISOString();
+  const occurredAt = isoOf(core.settings.clock());
   const command = {
     commandId: CommandId(commandId),
     // SAFETY: spreading a draft keeps its discriminant; only `occurredAt` is added.
