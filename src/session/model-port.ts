@@ -222,10 +222,16 @@ export async function callLanguageModel(call: ModelCall): Promise<ModelResponse>
     } else {
       const { stream } = await call.model.doStream(options);
       const reader = stream.getReader();
+      // A stream read to its end is closed: its lock is kept (releasing it rejects the reader's
+      // `closed` with a fresh TypeError, a stack capture per model call, and frees nothing).
+      let ended = false;
       try {
         for (;;) {
           const { done, value: part } = await reader.read();
-          if (done) break;
+          if (done) {
+            ended = true;
+            break;
+          }
           switch (part.type) {
             case 'text-delta':
               text += part.delta;
@@ -248,7 +254,7 @@ export async function callLanguageModel(call: ModelCall): Promise<ModelResponse>
           }
         }
       } finally {
-        reader.releaseLock();
+        if (!ended) reader.releaseLock();
       }
     }
   } catch (error) {
