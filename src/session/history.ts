@@ -16,7 +16,7 @@
  * model attempts leave nothing. The same fold runs live and on restore, so both see one history.
  */
 import { parseRecoveryContinuation } from '../core/recovery/continuation.js';
-import type { DurableInput, ModelResponse, ModelUsage, RequestUsage } from '../protocol/event-payloads.js';
+import type { DurableInput, ModelResponse, ModelToolCall, ModelUsage, RequestUsage } from '../protocol/event-payloads.js';
 import type { DurableEventStore } from '../core/store.js';
 import { SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
@@ -77,8 +77,8 @@ export class HistoryProjection {
   readonly #entries: Entry[] = [];
   /** toolCallId per toolAttemptId, and tool name. */
   readonly #attempts = new Map<string, { toolCallId: string; toolName: string; modelAttemptId: string }>();
-  /** Outcome per `modelAttemptId` + toolCallId. */
-  readonly #outcomes = new Map<string, ToolOutcome>();
+  /** Outcome per toolCallId, per `modelAttemptId` (nested: no joined key string per lookup). */
+  readonly #outcomes = new Map<string, Map<string, ToolOutcome>>();
   readonly #facts = new Map<string, RequestFacts>();
   readonly #initialInputs = new Map<string, string>();
   /** Requests and input IDs the log used (for `send`'s caller-chosen IDs, see `request-ids.ts`). */
@@ -189,7 +189,12 @@ export class HistoryProjection {
   #setOutcome(toolAttemptId: string, outcome: ToolOutcome): void {
     const attempt = this.#attempts.get(toolAttemptId);
     if (attempt === undefined) return;
-    this.#outcomes.set(`${attempt.modelAttemptId}\u0000${attempt.toolCallId}`, outcome);
+    let outcomes = this.#outcomes.get(attempt.modelAttemptId);
+    if (outcomes === undefined) {
+      outcomes = new Map();
+      this.#outcomes.set(attempt.modelAttemptId, outcomes);
+    }
+    outcomes.set(attempt.toolCallId, outcome);
   }
 
   /** The history the next model call sees. */
@@ -200,16 +205,19 @@ export class HistoryProjection {
         messages.push({ role: 'user', content: entry.content });
         continue;
       }
-      const paired = (entry.response.toolCalls ?? []).flatMap((call) => {
-        const outcome = this.#outcomes.get(`${entry.modelAttemptId}\u0000${call.id}`);
-        return outcome === undefined ? [] : [{ call, outcome }];
-      });
-      if (textOf(entry.response.content).length === 0 && paired.length === 0) continue;
-      messages.push({
-        role: 'assistant',
-        content: entry.response.content,
-        toolCalls: paired.map(({ call }) => ({ toolCallId: call.id, toolName: call.name, input: call.arguments })),
-      });
+      const calls = entry.response.toolCalls;
+      const outcomes = calls === undefined ? undefined : this.#outcomes.get(entry.modelAttemptId);
+      const paired: Array<{ call: ModelToolCall; outcome: ToolOutcome }> = [];
+      if (calls !== undefined && outcomes !== undefined) {
+        for (const call of calls) {
+          const outcome = outcomes.get(call.id);
+          if (outcome !== undefined) paired.push({ call, outcome });
+        }
+      }
+      if (paired.length === 0 && textOf(entry.response.content).length === 0) continue;
+      const toolCalls: Array<{ toolCallId: string; toolName: string; input: JsonValue }> = [];
+      for (const { call } of paired) toolCalls.push({ toolCallId: call.id, toolName: call.name, input: call.arguments });
+      messages.push({ role: 'assistant', content: entry.response.content, toolCalls });
       for (const { call, outcome } of paired) {
         messages.push({ role: 'tool', toolCallId: call.id, toolName: call.name, outcome: outcome.outcome, result: outcome.result });
       }
