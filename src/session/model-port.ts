@@ -105,13 +105,20 @@ export function toPrompt(system: string | undefined, history: readonly SessionHi
 
 /** The tool declarations the model sees. */
 export function toTools(tools: Readonly<Record<string, AnySessionTool>>): LanguageModelV3FunctionTool[] {
-  return Object.entries(tools).map(([name, tool]) => ({
-    type: 'function',
-    name,
-    ...(tool.description === undefined ? {} : { description: tool.description }),
+  const declarations: LanguageModelV3FunctionTool[] = [];
+  for (const name of Object.keys(tools)) {
+    // SAFETY: an own key of `tools`.
+    const tool = tools[name] as AnySessionTool;
     // SAFETY: a JSON object is structurally a JSON Schema document; the provider validates it.
-    inputSchema: (tool.inputSchema ?? { type: 'object' }) as LanguageModelV3FunctionTool['inputSchema'],
-  }));
+    const inputSchema = (tool.inputSchema ?? { type: 'object' }) as LanguageModelV3FunctionTool['inputSchema'];
+    // Two literals rather than a spread of an optional field: the same keys in the same order.
+    declarations.push(
+      tool.description === undefined
+        ? { type: 'function', name, inputSchema }
+        : { type: 'function', name, description: tool.description, inputSchema },
+    );
+  }
+  return declarations;
 }
 
 /** The provider's original arguments as a JSON value: parsed JSON text, or the raw text when it does not parse. */
