@@ -122,6 +122,9 @@ function resolveSettings(options: SessionOptions): SessionSettings {
   };
 }
 
+/** A store's methods bound to it, by method (see `tapStore`). */
+const boundMethods = new WeakMap<DurableEventStore, WeakMap<object, unknown>>();
+
 /**
  * The store as the journal sees it: reads fold each loaded event into the history once; under a
  * lease, each append's deadline is also capped to what is left of the lease window (the stricter
@@ -159,18 +162,24 @@ function tapStore(
       time,
     );
   };
-  // Methods bound once (the journal reads `store.append` on every commit).
-  const bound = new WeakMap<object, unknown>();
+  // Methods bound once per store, for every Session over it (the journal reads `store.append`
+  // on every commit; a host opens a Session per conversation over one store).
+  let bound = boundMethods.get(store);
+  if (bound === undefined) {
+    bound = new WeakMap();
+    boundMethods.set(store, bound);
+  }
+  const methods = bound;
   return new Proxy(store, {
     get(target, property) {
       if (property === 'read') return read;
       if (property === 'append' && lease !== undefined) return cappedAppend;
       const value: unknown = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
-      let method = bound.get(value);
+      let method = methods.get(value);
       if (method === undefined) {
         method = (value as (...a: unknown[]) => unknown).bind(target);
-        bound.set(value, method);
+        methods.set(value, method);
       }
       return method;
     },
