@@ -6,7 +6,9 @@
  * `interruptBehavior: 'cancel'`; `kill` (lease loss) stops every tool, `block` ones included.
  * The model call in flight has its own controller (a `now` steering input aborts only the call);
  * `requestStop` aborts it directly, with the reason `cancel` gets, instead of through a listener
- * on `cancel`'s signal. Node creates an `AbortSignal` only when `.signal` is first read (a few
+ * on `cancel`'s signal. Successive model calls of a run share that controller until an abort
+ * reaches it, so a provider sees the same `abortSignal` on each call of a run that nothing
+ * interrupted. Node creates an `AbortSignal` only when `.signal` is first read (a few
  * microseconds each), so neither `cancel`'s nor `kill`'s signal exists until something needs it.
  */
 import type { LanguageModelV3 } from '@ai-sdk/provider';
@@ -35,6 +37,8 @@ export class RequestRun {
   stop: StopIntent | null = null;
   /** The controller of the model call in flight (see {@link RequestRun.startModelCall}). */
   modelCall: AbortController | null = null;
+  /** The model calls' controller, reused while no abort reached it (see `startModelCall`). */
+  #modelController: AbortController | null = null;
   /** Whether `cancel` was aborted, and with what, read without creating its signal. */
   #cancelled = false;
   #cancelReason: unknown = undefined;
@@ -101,7 +105,14 @@ export class RequestRun {
    * run was stopped before the call.
    */
   startModelCall(): AbortController {
-    const controller = new AbortController();
+    // A call that ended without an abort leaves its controller clean: the next call of this run
+    // reuses it (an `AbortSignal` costs several microseconds to create in Node). An aborted one
+    // (a `now` steering input, a stop) is never reused.
+    let controller = this.#modelController;
+    if (controller === null || controller.signal.aborted) {
+      controller = new AbortController();
+      this.#modelController = controller;
+    }
     this.modelCall = controller;
     if (this.#cancelled) controller.abort(this.#cancelReason);
     return controller;
