@@ -21,7 +21,7 @@ import type { DurableCommandEventDraft } from '../core/journal/journal-options.j
 import { entriesOf, ownEntry } from '../core/projector/frozen-data.js';
 import type { DurableActiveTurnView, DurableToolAttemptView } from '../core/projector/projection-types.js';
 import { isAbortError, SessionDurableRecorderError } from '../protocol/errors.js';
-import type { DurableErrorInfo, DurableReason, ModelToolCall, PermissionDecision } from '../protocol/event-payloads.js';
+import type { DurableErrorInfo, DurableReason, InterruptBehavior, ModelToolCall, PermissionDecision } from '../protocol/event-payloads.js';
 import { PermissionRequestId, ToolAttemptId, type ModelAttemptId, type RequestId, type TurnId } from '../protocol/ids.js';
 import { isLosslessJson, type JsonValue } from '../protocol/json.js';
 import { commit, ExecutionStopped, validateOwnership, type SessionCore } from './core.js';
@@ -279,7 +279,7 @@ function lazyPort(
   core: SessionCore,
   run: RequestRun,
   view: DurableToolAttemptView,
-  signal: AbortSignal,
+  behavior: InterruptBehavior,
 ): DurabilityPortLike & { close(): void } {
   const scope = checkDurabilityScope(toolCallScope(run.requestId, view.toolName, view.toolCallId));
   let port: DurabilityPort | undefined;
@@ -291,7 +291,7 @@ function lazyPort(
         sessionId: core.sessionId,
         runId: run.requestId,
         scope,
-        signal,
+        signal: run.toolSignal(behavior),
         clock: core.settings.clock,
         time: core.settings.time,
       });
@@ -318,10 +318,10 @@ async function executeTool(
   scope: ToolScope,
   identity: { toolCallId: string; toolName: string },
 ): Promise<void> {
-  const signal = run.toolSignal(view.interruptBehavior);
+  const behavior = view.interruptBehavior;
   await validateOwnership(core);
   const store = core.store;
-  const port = core.settings.durability && isDurabilityLedgerStore(store) ? lazyPort(store, core, run, view, signal) : undefined;
+  const port = core.settings.durability && isDurabilityLedgerStore(store) ? lazyPort(store, core, run, view, behavior) : undefined;
   const context: SessionToolContext = {
     sessionId: core.sessionId,
     requestId: run.requestId,
@@ -329,7 +329,12 @@ async function executeTool(
     toolAttemptId: view.toolAttemptId,
     toolCallId: view.toolCallId,
     toolName: view.toolName,
-    signal,
+    // The run's signal for this behavior, looked up when the handler reads it (the same object
+    // on every read): Node creates an `AbortSignal` on the first read of `controller.signal`
+    // (several microseconds), so a handler that never reads its signal costs none.
+    get signal(): AbortSignal {
+      return run.toolSignal(behavior);
+    },
     executionFence: core.lease?.fence,
     context: run.context,
     step: port?.step,
@@ -350,6 +355,7 @@ async function executeTool(
       : { type: 'tool_failed', ...scope, data: { ...identity, error: { code: 'TOOL_RESULT_INVALID', message: 'the tool returned a value that is not lossless JSON' } } };
   } catch (error) {
     if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
+    const signal = run.toolSignal(behavior);
     if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
       outcome =
         run.stop?.kind === 'handoff'
