@@ -179,8 +179,15 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
   const modelAttemptId = ModelAttemptId(core.newId('model_attempt'));
   const scope = { requestId: run.requestId, turnId: turn.turnId, modelAttemptId };
   const identity = core.settings.modelIdentity ?? { provider: run.model.provider, api: MODEL_PORT_API };
+  // The happy path's drafts spell out `scope` (same keys, same order): a spread in a literal is a generic copy.
   await commit(core, `model:${modelAttemptId}`, [
-    { type: 'model_request_started', ...scope, data: { model: run.model.modelId, modelIdentity: identity, streaming: core.settings.streaming } },
+    {
+      type: 'model_request_started',
+      requestId: run.requestId,
+      turnId: turn.turnId,
+      modelAttemptId,
+      data: { model: run.model.modelId, modelIdentity: identity, streaming: core.settings.streaming },
+    },
   ]);
   const controller = run.startModelCall();
   let sessionError: unknown;
@@ -211,7 +218,9 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
       },
     });
     if (sessionError !== undefined) throw sessionError;
-    const result = await commit(core, `model-end:${modelAttemptId}`, [{ type: 'model_request_completed', ...scope, data: { response } }]);
+    const result = await commit(core, `model-end:${modelAttemptId}`, [
+      { type: 'model_request_completed', requestId: run.requestId, turnId: turn.turnId, modelAttemptId, data: { response } },
+    ]);
     const attempt = result.projection.activeRequest?.activeTurn?.modelAttempts[modelAttemptId];
     if (attempt === undefined) throw new SessionDurableRecorderError(`model attempt ${modelAttemptId} vanished after its commit`);
     return attempt;

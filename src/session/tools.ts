@@ -255,7 +255,16 @@ async function startTool(
 ): Promise<void> {
   const tool = toolOf(core, view.toolName);
   if (tool === undefined) throw new SessionDurableRecorderError(`tool ${view.toolName} is not registered`);
-  await commit(core, `tool:${view.toolAttemptId}`, [{ type: 'tool_started', ...scope, data: { ...identity, input: view.input, sideEffect } }]);
+  // Spelled out (same keys, same order as `...scope` / `...identity`): a spread in a literal is a generic copy.
+  await commit(core, `tool:${view.toolAttemptId}`, [
+    {
+      type: 'tool_started',
+      requestId: scope.requestId,
+      turnId: scope.turnId,
+      toolAttemptId: scope.toolAttemptId,
+      data: { toolCallId: identity.toolCallId, toolName: identity.toolName, input: view.input, sideEffect },
+    },
+  ]);
   const started = ownEntry(currentTurn(core, run).toolAttempts, view.toolAttemptId) ?? view;
   await executeTool(core, run, started, tool, scope, identity);
 }
@@ -351,7 +360,13 @@ async function executeTool(
     const value: unknown = await (tool.execute as (input: JsonValue, ctx: SessionToolContext) => unknown)(view.input, context);
     const result = value === undefined ? null : value;
     outcome = isLosslessJson(result)
-      ? { type: 'tool_completed', ...scope, data: { ...identity, result } }
+      ? {
+          type: 'tool_completed',
+          requestId: scope.requestId,
+          turnId: scope.turnId,
+          toolAttemptId: scope.toolAttemptId,
+          data: { toolCallId: identity.toolCallId, toolName: identity.toolName, result },
+        }
       : { type: 'tool_failed', ...scope, data: { ...identity, error: { code: 'TOOL_RESULT_INVALID', message: 'the tool returned a value that is not lossless JSON' } } };
   } catch (error) {
     if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
