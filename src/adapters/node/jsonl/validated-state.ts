@@ -8,8 +8,8 @@
  * `index` is a sparse batch index: the first sequence and byte offset of a line at least every
  * {@link SPARSE_INDEX_BYTES} bytes (page reads in that prefix read from the nearest entry on).
  *
- * Written atomically (temp file, fsync, rename) while the session lock is held, off the append
- * path: when a checkpoint is written, after a catch-up validated at least {@link SAVE_AFTER_BYTES},
+ * Written atomically (temp file, rename; not flushed: see {@link writeValidatedState}) while the
+ * session lock is held, off the append path: when a checkpoint is written, after a catch-up validated at least {@link SAVE_AFTER_BYTES},
  * and when appends grew the log by that much since the last save. It is trusted only after a
  * cheap check against the log ({@link decodeValidatedState} + `SessionLog.restore`): same session,
  * same device and inode, the file at least `validSize` long, the first bytes and the whole last
@@ -21,7 +21,7 @@
  * reads' structural checks, as for a long-lived store object's cache).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, constants } from 'node:fs';
+import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, constants } from 'node:fs';
 
 /** Version tag of the sidecar format. */
 export const VALIDATED_STATE_VERSION = 1;
@@ -93,8 +93,13 @@ export function decodeValidatedState(file: string, sessionId: string): Validated
 }
 
 /**
- * Replaces the sidecar atomically (temp file, fsync, rename). Errors are swallowed: the sidecar
- * is an optimization, and a missing or old one only costs a longer validation.
+ * Replaces the sidecar atomically (temp file, rename). Errors are swallowed: the sidecar is an
+ * optimization, and a missing or old one only costs a longer validation. It is not fsynced: after
+ * a power loss the file may be the old one, empty or torn, and each of those is either checked
+ * against the log (an old one still describes a prefix of the durable log) or refused, which
+ * means a full validation. The flush cost a blocking `fsync` on the main thread per checkpoint
+ * write (measured: JSONL commit throughput with checkpoints 1.08x of off without skipping the
+ * sidecar, 1.03x skipping it, in paired runs).
  */
 export function writeValidatedState(file: string, state: ValidatedState): void {
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
@@ -104,7 +109,6 @@ export function writeValidatedState(file: string, state: ValidatedState): void {
     try {
       let written = 0;
       while (written < body.length) written += writeSync(fd, body, written, body.length - written, written);
-      fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
