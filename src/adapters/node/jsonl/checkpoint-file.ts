@@ -4,8 +4,11 @@
  *
  * Format (version 2): the 8 bytes `ALCKPT2\n`, then one or more segments. A segment is
  * `u32 data length, u32 meta length, the data, the meta (JSON: sequence, event ID, the record's
- * total length), the two lengths again, u32 CRC-32 of everything before it in the segment`
- * (little-endian; the repeated lengths let a writer find the last segment from the file's end). The record is the concatenation of the segments' data up to the last intact
+ * total length), the two lengths again, u32 CRC-32 of the segment's lengths and meta` (little-
+ * endian; the repeated lengths let a writer find the last segment from the file's end). The data
+ * is not in the CRC: core's frames carry their own chained checksums, and hashing megabytes twice
+ * on every open cost more than the open itself (a segment whose data was damaged reads as a
+ * record core refuses, and the journal folds the log). The record is the concatenation of the segments' data up to the last intact
  * segment, at the position that segment's meta names; anything after it (a torn write) is ignored.
  * Version-1 files (a JSON line with the position, then the bytes) are still read.
  *
@@ -79,7 +82,7 @@ function segment(record: DurableCheckpointRecord, start: number): Buffer[] {
   const tail = Buffer.alloc(12);
   tail.writeUInt32LE(data.length, 0);
   tail.writeUInt32LE(meta.length, 4);
-  tail.writeUInt32LE(crc32(tail.subarray(0, 8), crc32(meta, crc32(data, crc32(head)))), 8);
+  tail.writeUInt32LE(crc32(tail.subarray(0, 8), crc32(meta, crc32(head))), 8);
   return [head, Buffer.from(data.buffer, data.byteOffset, data.length), meta, tail];
 }
 
@@ -105,7 +108,8 @@ function readSegments(bytes: Buffer): DurableCheckpointRecord | null {
     const metaLength = bytes.readUInt32LE(offset + 4);
     const end = offset + 8 + dataLength + metaLength + 12;
     if (end > bytes.length || bytes.readUInt32LE(end - 12) !== dataLength || bytes.readUInt32LE(end - 8) !== metaLength) break;
-    if (crc32(bytes.subarray(offset, end - 4)) !== bytes.readUInt32LE(end - 4)) break;
+    const metaStart = offset + 8 + dataLength;
+    if (crc32(bytes.subarray(end - 12, end - 4), crc32(bytes.subarray(metaStart, end - 12), crc32(bytes.subarray(offset, offset + 8)))) !== bytes.readUInt32LE(end - 4)) break;
     const meta = parseMeta(bytes.subarray(offset + 8 + dataLength, end - 12));
     if (meta === null || meta.length !== total + dataLength) break;
     parts.push(bytes.subarray(offset + 8, offset + 8 + dataLength));
@@ -154,7 +158,9 @@ export async function extendCheckpointFile(file: string, record: DurableCheckpoi
     const dataLength = last.readUInt32LE(0);
     const metaLength = last.readUInt32LE(4);
     if (dataLength !== trailer.readUInt32LE(0) || metaLength !== trailer.readUInt32LE(4)) return false;
-    if (crc32(last.subarray(0, last.length - 4)) !== trailer.readUInt32LE(8)) return false;
+    const metaStart = 8 + dataLength;
+    const crc = crc32(last.subarray(last.length - 12, last.length - 4), crc32(last.subarray(metaStart, last.length - 12), crc32(last.subarray(0, 8))));
+    if (crc !== trailer.readUInt32LE(8)) return false;
     const meta = parseMeta(last.subarray(8 + dataLength, 8 + dataLength + metaLength));
     if (meta === null || meta.length !== prefix) return false;
     const lastData = last.subarray(8, 8 + dataLength);
