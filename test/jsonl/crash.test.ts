@@ -10,7 +10,12 @@ import { SessionId, type EventSequence } from '../../src/protocol/ids.js';
 import { finished, startFixture, tagDraft, tagOf, tempRoot } from './helpers.js';
 
 const { root, cleanup } = tempRoot();
-afterAll(cleanup);
+/** Writers still running: killed when the test ends, also when it fails or times out. */
+const running = new Set<ReturnType<typeof startFixture>>();
+afterAll(() => {
+  for (const child of running) child.kill('SIGKILL');
+  cleanup();
+});
 
 const WAVES = 5;
 const WRITERS_PER_WAVE = 4;
@@ -24,11 +29,16 @@ interface Ack {
 /** Starts a writer, kills it with SIGKILL after it acknowledged `acks` batches, returns its acks. */
 async function killWriterAfter(sessionId: SessionId, prefix: string, acks: number): Promise<Ack[]> {
   const child = startFixture('ack-writer', [root, sessionId, prefix]);
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   const seen: Ack[] = [];
   let buffered = '';
   const done = finished(child);
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${prefix} acknowledged only ${seen.length} batches`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${prefix} acknowledged only ${seen.length} batches`));
+    }, 20_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();
       let newline = buffered.indexOf('\n');
