@@ -307,8 +307,9 @@ function walkFrames(bytes: Uint8Array): FrameWalk {
 
 /**
  * Position (sequence, event ID) of the checkpoint `data` stands for (its last intact frame) and
- * the bytes up to that frame's end, or `null` when no frame is intact. For stores that keep
- * extended records and must report a record's position without trusting their own metadata.
+ * the bytes up to that frame's end, or `null` when no frame is intact. No store needs it (each
+ * records the position beside the bytes); it shows what a record with a damaged or torn tail still
+ * holds, for tests and tools that inspect raw records.
  */
 export function checkpointPosition(data: Uint8Array): { sequence: EventSequence; eventId: EventId; length: number } | null {
   const bytes = data.byteOffset % 8 === 0 ? data : data.slice();

@@ -26,8 +26,8 @@ import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { areParsedEnvelopes, plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointExtent, type EncodedCheckpoint } from '../checkpoint/codec.js';
-import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointStore } from '../checkpoint/contract.js';
+import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointExtent } from '../checkpoint/codec.js';
+import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointRecord, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive, sortedHashes } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
@@ -378,7 +378,7 @@ export class JournalLog {
    * copies, so its buffer is free: an extension writes past its end (or copies it into a larger
    * buffer), a compaction writes into the spare buffer. Encodings alternate between two buffers.
    */
-  #encode(checkpoint: Parameters<typeof encodeCompacted>[0], fresh: Float64Array, extend: boolean): { record: EncodedCheckpoint['record'] & { extendsBytes?: number }; keys: HashedKeyFilter } {
+  #encode(checkpoint: Parameters<typeof encodeCompacted>[0], fresh: Float64Array, extend: boolean): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
     const previous = this.#record;
     if (extend && previous !== null) {
       const base = previous.bytes;
