@@ -1,5 +1,5 @@
 /**
- * The checkpoint byte format (format 3: frames with chained checksums, key hashes in sorted runs).
+ * The checkpoint byte format (format 4: frames with chained checksums, key hashes in sorted runs).
  * These tests fail if a changed byte could decode as the checkpoint it was, if a torn or damaged
  * last frame hid the intact frame before it, if extending records let the number of runs or the
  * dead bytes grow without bound, if an extension lost a used ID, or if a format-2 record were read
@@ -18,7 +18,7 @@ import {
   type DecodedCheckpoint,
 } from '../../src/core/checkpoint/codec.js';
 import type { DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
-import { hashBytes, hashKey } from '../../src/core/checkpoint/hash.js';
+import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/checkpoint/hash.js';
 import { HashedKeyFilter, RADIX_SCRATCH_KEEP, radixScratchSize, sortedHashes } from '../../src/core/checkpoint/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { ID_SPACE } from '../../src/core/projector/fold-state.js';
@@ -73,7 +73,7 @@ async function extended(checkpoints: number, perCheckpoint = 3): Promise<{ recor
   return { records, store };
 }
 
-describe('checkpoint codec (format 3)', () => {
+describe('checkpoint codec (format 4)', () => {
   it('round-trips, and the decoded filter holds exactly the hashKey of every used ID', async () => {
     const { record, decoded } = await sample();
     expect(decoded.keys.size).toBeGreaterThan(10);
@@ -245,12 +245,39 @@ describe('checkpoint codec (format 3)', () => {
     for (const key of ['', 'a', 'e:0f6e', 'r:request-1']) expect(Number.isSafeInteger(hashKey(key)) && hashKey(key) >= 0).toBe(true);
   });
 
-  it('reports a format-2 record ("ALCP") as an unknown format, not as corrupt', async () => {
-    const { record } = await sample();
-    const data = record.data.slice();
-    data.set([0x41, 0x4c, 0x43, 0x50], 0);
-    new DataView(data.buffer).setFloat64(data.length - 8, hashBytes(data.subarray(0, data.length - 8)), true);
-    expect(decodeCheckpoint({ ...record, data })).toBe('unknown format');
+  for (const [format, magic] of [
+    [2, 'ALCP'],
+    [3, 'ALC3'],
+  ] as const) {
+    it(`reports a format-${format} record ("${magic}") as an unknown format, not as corrupt`, async () => {
+      const { record } = await sample();
+      const data = record.data.slice();
+      data.set(new TextEncoder().encode(magic), 0);
+      new DataView(data.buffer).setFloat64(data.length - 8, hashFrameBytes(data.subarray(0, data.length - 8), INITIAL_HASH_STATE), true);
+      expect(decodeCheckpoint({ ...record, data })).toBe('unknown format');
+    });
+  }
+
+  it('frame checksum: the same at any alignment, and changed by a flipped bit in any lane or in the tail', () => {
+    const bytes = new Uint8Array(8 * 64 + 8 + 3);
+    for (let index = 0; index < bytes.length; index++) bytes[index] = (index * 167 + 13) & 0xff;
+    const base = hashFrameBytes(bytes, INITIAL_HASH_STATE);
+    expect(Number.isSafeInteger(base) && base >= 0).toBe(true);
+    for (const shift of [1, 2, 3, 5]) {
+      const shifted = new Uint8Array(bytes.length + shift);
+      shifted.set(bytes, shift);
+      expect(hashFrameBytes(shifted.subarray(shift), INITIAL_HASH_STATE)).toBe(base);
+    }
+    const seen = new Set([base]);
+    // Words 0..3 feed the four lanes, 516 is a tail word, 520..522 tail bytes.
+    for (const at of [0, 4, 8, 12, 100, 516, 520, 522]) {
+      const flipped = bytes.slice();
+      flipped[at] = (flipped[at] as number) ^ 0x10;
+      seen.add(hashFrameBytes(flipped, INITIAL_HASH_STATE));
+    }
+    expect(seen.size).toBe(9);
+    expect(hashFrameBytes(bytes, { h1: INITIAL_HASH_STATE.h1 ^ 1, h2: INITIAL_HASH_STATE.h2 })).not.toBe(base);
+    expect(hashFrameBytes(bytes.subarray(0, 520), INITIAL_HASH_STATE)).not.toBe(hashFrameBytes(bytes.subarray(0, 516), INITIAL_HASH_STATE));
   });
 
   it('encodes into a reused buffer holding other bytes exactly as into a fresh one', async () => {

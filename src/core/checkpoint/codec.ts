@@ -1,11 +1,11 @@
 /**
- * The bytes of a projection checkpoint (format 3): one or more frames.
+ * The bytes of a projection checkpoint (format 4): one or more frames.
  *
- * Frame layout (little-endian, every frame starts at a multiple of 8): `"ALC3"` magic, u32 header
+ * Frame layout (little-endian, every frame starts at a multiple of 8): `"ALC4"` magic, u32 header
  * length, u32 run length (hashes), u32 zero; the header as UTF-8 JSON; zero padding to a multiple
- * of 8; the frame's run of key hashes (float64, sorted); a float64 checksum. The checksum hashes
- * the frame's bytes before it, starting from the previous frame's checksum, so it chains over
- * every byte before it.
+ * of 8; the frame's run of key hashes (float64, sorted); a float64 checksum. The checksum
+ * (`hashFrameBytes`) hashes the frame's bytes before it, starting from the previous frame's
+ * checksum, so it chains over every byte before it.
  *
  * A record is one frame (a compacted checkpoint, the only kind most stores get) or a compacted
  * frame followed by extension frames (stores that declare `checkpointExtension`, see
@@ -14,8 +14,9 @@
  * live runs by byte offset. The checkpoint a record stands for is its last intact frame: a torn or
  * damaged frame and everything after it are ignored, so a crash while a frame is being appended
  * leaves the previous checkpoint readable. A record whose first frame fails a check decodes to a
- * reason string, never to a partial checkpoint. Format-2 records (`"ALCP"`) read as an unknown
- * format: the journal then folds the log and writes a format-3 record.
+ * reason string, never to a partial checkpoint. Records of earlier formats (`"ALCP"`: format 2;
+ * `"ALC3"`: format 3, the same layout with a slower single-stream checksum) read as an unknown
+ * format: the journal then folds the log and writes a format-4 record.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
@@ -24,13 +25,17 @@ import type { CommandIndexCheckpoint, CommandRange } from '../journal/command-in
 import type { FoldState, RecentEvent } from '../projector/fold-state.js';
 import { detach, seal } from '../projector/frozen-data.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import { feedHashJoined, finishHash, hashBytesState, hashString, INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
+import { feedHashJoined, hashFrameBytes, hashString, INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
 import { HashedKeyFilter, mergeRunsInto } from './key-filter.js';
 
 /** Version of this byte layout. */
-export const CHECKPOINT_FORMAT = 3;
-const MAGIC = [0x41, 0x4c, 0x43, 0x33];
-const LEGACY_MAGIC = [0x41, 0x4c, 0x43, 0x50];
+export const CHECKPOINT_FORMAT = 4;
+const MAGIC = [0x41, 0x4c, 0x43, 0x34];
+/** Magics of earlier formats ("ALCP": format 2, "ALC3": format 3), read as an unknown format (rebuilt). */
+const LEGACY_MAGICS = [
+  [0x41, 0x4c, 0x43, 0x50],
+  [0x41, 0x4c, 0x43, 0x33],
+];
 /** Magic, header length, run length, reserved. */
 const FIXED_BYTES = 16;
 
@@ -176,7 +181,7 @@ function writeFrame(
   // A reused buffer holds old bytes: the padding after the header must read as zeros.
   bytes.fill(0, offset + FIXED_BYTES + header.length, runOffset);
   fill(new Float64Array(bytes.buffer, bytes.byteOffset + runOffset, count));
-  const checksum = finishHash(hashBytesState(bytes.subarray(offset, end - 8), chainState(previous)));
+  const checksum = hashFrameBytes(bytes.subarray(offset, end - 8), chainState(previous));
   view.setFloat64(end - 8, checksum, true);
   return { end, checksum, run: { offset: runOffset, count } };
 }
@@ -296,7 +301,7 @@ function walkFrames(bytes: Uint8Array): FrameWalk {
     const runOffset = align8(offset + FIXED_BYTES + headerLength);
     const end = runOffset + count * 8 + 8;
     if (view.getUint32(offset + 12, true) !== 0 || end > bytes.length) return { frames, stopped: 'corrupt: length' };
-    const checksum = finishHash(hashBytesState(bytes.subarray(offset, end - 8), chainState(previous)));
+    const checksum = hashFrameBytes(bytes.subarray(offset, end - 8), chainState(previous));
     if (view.getFloat64(end - 8, true) !== checksum) return { frames, stopped: 'corrupt: checksum mismatch' };
     frames.push({ offset, headerLength, run: { offset: runOffset, count }, end, checksum });
     previous = checksum;
@@ -336,7 +341,7 @@ function parseHeader(bytes: Uint8Array, offset: number, length: number): Header 
 export function decodeCheckpoint(record: DurableCheckpointRecord): DecodedCheckpoint | string {
   const data = record.data;
   if (!(data instanceof Uint8Array) || data.length < FIXED_BYTES + 8) return 'corrupt: too short';
-  if (LEGACY_MAGIC.every((byte, index) => data[index] === byte)) return 'unknown format';
+  if (LEGACY_MAGICS.some((magic) => magic.every((byte, index) => data[index] === byte))) return 'unknown format';
   // Work on an aligned private copy (the float64 views need 8-byte alignment).
   const bytes = data.byteOffset % 8 === 0 ? data : data.slice();
   const walk = walkFrames(bytes);

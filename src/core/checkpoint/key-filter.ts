@@ -31,11 +31,17 @@ export function isCheckpointInconclusive(error: unknown): error is DurableCheckp
 
 /** True when `hashes` is ascending (which also rules out NaN). */
 export function isSortedRun(hashes: Float64Array): boolean {
-  for (let index = 1; index < hashes.length; index++) {
-    // SAFETY: indices are within bounds.
-    if (!((hashes[index - 1] as number) <= (hashes[index] as number))) return false;
+  const length = hashes.length;
+  if (length === 0) return true;
+  // SAFETY: length > 0.
+  let previous = hashes[0] as number;
+  for (let index = 1; index < length; index++) {
+    // SAFETY: index < length.
+    const value = hashes[index] as number;
+    if (!(previous <= value)) return false;
+    previous = value;
   }
-  return !(hashes.length === 1 && Number.isNaN(hashes[0]));
+  return !(length === 1 && Number.isNaN(previous));
 }
 
 /** An immutable set of 53-bit key hashes, kept as sorted runs. */
