@@ -258,6 +258,27 @@ describe('checkpoint codec (format 4)', () => {
     });
   }
 
+  it('key filter lookups through bucket directories agree with exact membership, for uniform and skewed runs', () => {
+    const keys = Array.from({ length: 9000 }, (_, index) => `e:event-${index}`);
+    const uniform = [sortedHashes(keys.slice(0, 6000)).slice(), sortedHashes(keys.slice(6000, 8990)).slice(), sortedHashes(keys.slice(8990)).slice()];
+    const filter = HashedKeyFilter.fromRuns(uniform);
+    expect(filter).not.toBeNull();
+    for (const key of keys) expect(filter?.mightContain(key)).toBe(true);
+    const members = new Set(uniform.flatMap((run) => [...run]));
+    for (let index = 0; index < 20_000; index++) {
+      const key = `e:other-${index}`;
+      expect(filter?.mightContain(key)).toBe(members.has(hashKey(key)));
+    }
+    // Skewed runs: a cluster in the first bucket, the extremes of the range, one bucket's edge.
+    const top = 2 ** 53 - 1;
+    const skewed = Float64Array.from([...Array.from({ length: 2000 }, (_, index) => index * 2), 2 ** 40, 2 ** 52, 2 ** 52 + 2, top - 2, top]);
+    const skewedFilter = HashedKeyFilter.fromRuns([skewed]);
+    for (const value of skewed) expect(skewedFilter?.mightContainHash(value)).toBe(true);
+    for (const value of [1, 3, 3999, 4001, 2 ** 40 - 1, 2 ** 40 + 1, 2 ** 52 + 1, top - 1, 2 ** 53, -1, 0.5]) {
+      expect(skewedFilter?.mightContainHash(value)).toBe(false);
+    }
+  });
+
   it('frame checksum: the same at any alignment, and changed by a flipped bit in any lane or in the tail', () => {
     const bytes = new Uint8Array(8 * 64 + 8 + 3);
     for (let index = 0; index < bytes.length; index++) bytes[index] = (index * 167 + 13) & 0xff;
