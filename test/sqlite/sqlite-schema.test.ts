@@ -61,6 +61,7 @@ describe('SQL schema migration', () => {
     expect(readSchemaVersion(driver)).toBe(SQL_SCHEMA_VERSION);
     // The Durable Object's own tables (timers, tool runs) are not part of the shared schema.
     expect(tables(db)).toEqual([
+      'checkpoint_heads',
       'checkpoints',
       'durability_records',
       'events',

@@ -83,6 +83,19 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       PRIMARY KEY (session_id, chunk)
     )`,
   ],
+  [
+    // Where each session's checkpoint ends (see sql-checkpoints.ts): its position, its number of
+    // chunks and of bytes. An extension appends chunk rows and moves this row in one transaction,
+    // so the rows written before it are never rewritten. A session without a row here has a
+    // checkpoint written by an earlier version (each chunk row carries the position) or none.
+    `CREATE TABLE IF NOT EXISTS checkpoint_heads (
+      session_id TEXT PRIMARY KEY,
+      sequence INTEGER NOT NULL CHECK (sequence >= 1),
+      event_id TEXT NOT NULL,
+      chunks INTEGER NOT NULL CHECK (chunks >= 1),
+      bytes INTEGER NOT NULL CHECK (bytes >= 1)
+    )`,
+  ],
 ];
 
 /** The schema version this code reads and writes. */

@@ -134,6 +134,9 @@ export class SqlDurableEventStore
     return this.checkpoints.read(sessionId);
   }
 
+  /** Extended records append their new bytes as chunk rows (see `sql-checkpoints.ts`). */
+  readonly checkpointExtension = true;
+
   /** Replaces the session's projection checkpoint (one transaction). */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
