@@ -11,7 +11,8 @@
  *    (`sync`) and opens each session 3 times unmeasured (JIT warm-up of both paths).
  * 2. journal commit throughput (one 5-event command per commit) with the default checkpoint
  *    policy vs with checkpoints off, on a session that already holds HISTORY events (half on
- *    memory), on memory, SQLite and JSONL (target: at most 5% slower). Three sides, each on a
+ *    memory), on memory, SQLite, JSONL and PostgreSQL (a throwaway server, one schema per store;
+ *    target: at most 5% slower). Three sides, each on a
  *    store (and file) of its own: 'with' (default policy), 'off-a' and 'off-b' (none). The run is
  *    cut into periods of 820 commits per side, one checkpoint period of the default policy, so
  *    every 'with' period pays for exactly one checkpoint write, whole (each turn waits for the writes
@@ -36,7 +37,7 @@
  * 1,000,000: a process's first open of a JSONL log trusts the validated-state sidecar saved with the
  * checkpoint and validates only the lines appended since, see `validated-state.ts`),
  * CHECKPOINT_BENCH_EDGE_EVENTS (100,000); CHECKPOINT_BENCH_ONLY=open-sqlite,open-jsonl,tp-memory,
- * tp-sqlite,tp-jsonl,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
+ * tp-sqlite,tp-jsonl,tp-postgres,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
  * takes about 15 minutes on a quiet machine (most of it generating and folding the big logs once);
  * the three throughput parts about 2-3 minutes.
  */
@@ -55,6 +56,8 @@ import { DurableSessionJournal } from '../src/core/journal/index.js';
 import type { DurableEventStore } from '../src/core/store.js';
 import { CommandId, SessionId } from '../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../test/checkpoint/lifecycle-log.js';
+import { PostgresDurableEventStore } from '../src/postgres.js';
+import { startPostgres, type PostgresServer } from '../test/postgres/server.js';
 import { ADMIN_TOKEN, startEdgeRuntime } from './checkpoints/edge-runtime.js';
 
 const BIG = Number(process.env['CHECKPOINT_BENCH_EVENTS'] ?? 1_000_000);
@@ -83,7 +86,7 @@ const results: Array<{ name: string; ratio: number; target: number; detail: stri
 
 type Closable = DurableEventStore & { close?: () => unknown };
 /** `open` is the shared store of the open benches; `fresh(label)` a store of its own (own file). */
-type Backend = { name: string; open: () => Closable; fresh: (label: string) => Closable };
+type Backend = { name: string; open: () => Closable; fresh: (label: string) => Closable | Promise<Closable> };
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -233,7 +236,7 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   const sessionId = SessionId(`tp-${backend.name}`);
   const stores: Closable[] = [];
   for (const label of ['a', 'b', 'c']) {
-    const store = backend.fresh(label);
+    const store = await backend.fresh(label);
     await appendCycles(store, sessionId, 0, Math.ceil(history / 5), 200);
     stores.push(store);
   }
@@ -332,7 +335,7 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
     for (const side of sides) console.log(`  ${side.label} cpu  ${side.cpu.map((ms) => ms.toFixed(0)).join(' ')}`);
   }
   const head = Math.max(...sides.map((side) => side.journal?.getHeadSequence() ?? 0));
-  for (const store of stores) store.close?.();
+  for (const store of stores) await store.close?.();
   if (!aa && Math.ceil(head / DEFAULT_CHECKPOINT_SPACING_DIVISOR) > DEFAULT_CHECKPOINT_EVERY_EVENTS) {
     console.warn(`  ${backend.name}: the head grew past the spacing limit; periods no longer hold one checkpoint each`);
   }
@@ -451,6 +454,18 @@ const jsonl: Backend = {
   open: () => new JsonlDurableEventStore(path.join(root, 'jsonl')),
   fresh: (label) => new JsonlDurableEventStore(path.join(root, `tp-${label}`)),
 };
+/** A throwaway PostgreSQL server (started on first use), one schema per throughput store. */
+let pgServer: PostgresServer | undefined;
+const postgres: Backend = {
+  name: 'postgres',
+  open: () => {
+    throw new Error('the open benches do not run on PostgreSQL');
+  },
+  fresh: async (label) => {
+    pgServer ??= await startPostgres();
+    return PostgresDurableEventStore.open({ connectionString: pgServer.url, schema: `tp_${label}` });
+  },
+};
 const memoryStore = new MemoryDurableEventStore();
 const memory: Backend = { name: 'memory', open: () => memoryStore, fresh: () => new MemoryDurableEventStore() };
 
@@ -464,12 +479,14 @@ try {
   if (want('tp-memory')) await throughputBench(memory, HISTORY / 2);
   if (want('tp-sqlite')) await throughputBench(sqlite, HISTORY);
   if (want('tp-jsonl')) await throughputBench(jsonl, HISTORY);
+  if (want('tp-postgres')) await throughputBench(postgres, HISTORY);
   if (want('edge')) {
     console.log('edge cold start benchmark...');
     await edgeBench();
   }
 } finally {
   rmSync(root, { recursive: true, force: true });
+  await pgServer?.stop();
 }
 
 console.log('\n| measurement | ratio | target | detail |\n|---|---|---|---|');

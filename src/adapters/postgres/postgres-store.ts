@@ -189,6 +189,17 @@ interface SessionState {
 
 const EMPTY_STATE: SessionState = { exists: false, head: 0, leaseVersion: 0, lease: null, ledgerHead: 0 };
 
+/** A row of `readCheckpoint`: the head, joined with one of its chunks (or none). */
+interface CheckpointRow {
+  sequence: string;
+  event_id: string;
+  data: Uint8Array;
+  chunks: number | null;
+  bytes: string | null;
+  chunk: number | null;
+  chunk_data: Uint8Array | null;
+}
+
 interface StateRow {
   head: string;
   lease_version: string;
@@ -1005,34 +1016,65 @@ export class PostgresDurableEventStore
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
     const id = checkSessionId(sessionId);
     throwIfAborted(options?.signal);
-    let rows: Array<{ sequence: string; event_id: string; data: Uint8Array }>;
+    let rows: CheckpointRow[];
     try {
       rows = await this.#query(this.#sql.readCheckpoint, [id], options?.signal);
     } catch (error) {
       throw readFailure(error, 'checkpoint read');
     }
-    const row = rows[0];
-    if (row === undefined) return null;
-    return {
-      sequence: EventSequence(integer(row.sequence, 'checkpoint sequence')),
-      // SAFETY: written by `writeCheckpoint` after `checkCheckpointRecord`; core re-checks every record.
-      eventId: row.event_id as EventId,
-      // A plain Uint8Array (pg hands back a Buffer), with its own copy of the bytes.
-      data: new Uint8Array(row.data),
-    };
+    const head = rows[0];
+    if (head === undefined) return null;
+    const sequence = EventSequence(integer(head.sequence, 'checkpoint sequence'));
+    // SAFETY: written by `writeCheckpoint` after `checkCheckpointRecord`; core re-checks every record.
+    const eventId = head.event_id as EventId;
+    // A record written before migration 4 is whole in `data`. A plain Uint8Array (pg hands back a
+    // Buffer), with its own copy of the bytes.
+    if (head.chunks === null) return { sequence, eventId, data: new Uint8Array(head.data) };
+    const bytes = integer(head.bytes ?? '', 'checkpoint bytes');
+    if (rows.length !== head.chunks) return null;
+    const data = new Uint8Array(bytes);
+    let offset = 0;
+    for (const [index, row] of rows.entries()) {
+      if (row.chunk !== index || row.chunk_data === null || offset + row.chunk_data.length > bytes) return null;
+      data.set(row.chunk_data, offset);
+      offset += row.chunk_data.length;
+    }
+    return offset === bytes ? { sequence, eventId, data } : null;
   }
 
+  /** Extended records append one chunk (see `writeCheckpoint`). */
+  readonly checkpointExtension = true;
+
   /**
-   * Replaces the session's projection checkpoint in one statement (`INSERT ... ON CONFLICT DO
-   * UPDATE`): readers see the previous record or the new one. Needs no fence; never touches the log.
+   * Replaces the session's projection checkpoint in one transaction: readers see the previous
+   * record or the new one. A record that extends the stored one (`extendsBytes` equal to its
+   * length, the same 8 bytes before it) inserts only its new bytes as the next chunk and moves the
+   * head; anything else replaces every chunk. Needs no fence; never touches the log.
    */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     const id = checkSessionId(sessionId);
-    const checked = checkCheckpointRecord(record);
+    // The bytes are sent before this call settles and not kept: no private copy.
+    const checked = checkCheckpointRecord(record, false);
     throwIfAborted(options?.signal);
-    const bytes = Buffer.from(checked.data.buffer, checked.data.byteOffset, checked.data.byteLength);
+    const data = Buffer.from(checked.data.buffer, checked.data.byteOffset, checked.data.byteLength);
+    const prefix = checked.extendsBytes;
     try {
-      await this.#query(this.#sql.writeCheckpoint, [id, checked.sequence, checked.eventId, bytes], options?.signal);
+      await this.#transaction(options?.signal, async (client) => {
+        if (prefix !== undefined) {
+          const head = (await client.query<{ chunks: number | null; bytes: string | null }>(this.#sql.lockCheckpointHead, [id])).rows[0];
+          if (head !== undefined && head.chunks !== null && head.bytes === String(prefix)) {
+            const tail = (await client.query<{ tail: Uint8Array }>(this.#sql.checkpointChunkTail, [id, head.chunks - 1])).rows[0]?.tail;
+            if (tail !== undefined && tail.length === 8 && tail.every((byte, index) => byte === data[prefix - 8 + index])) {
+              await client.query(this.#sql.insertCheckpointChunk, [id, head.chunks, data.subarray(prefix)]);
+              await client.query(this.#sql.writeCheckpointHead, [id, checked.sequence, checked.eventId, head.chunks + 1, data.length]);
+              return;
+            }
+          }
+        }
+        await client.query(this.#sql.deleteCheckpointChunks, [id]);
+        await client.query(this.#sql.insertCheckpointChunk, [id, 0, data]);
+        await client.query(this.#sql.writeCheckpointHead, [id, checked.sequence, checked.eventId, 1, data.length]);
+      });
     } catch (error) {
       throw writeFailure(error, 'checkpoint write');
     }

@@ -16,8 +16,10 @@
  *   global order across sessions that never skips a transaction committing late.
  * - `durability_records(session_id, sequence, identity, kind, body)`: the durability ledger,
  *   `UNIQUE (session_id, identity)` backing first-writer-wins.
- * - `checkpoints(session_id, sequence, event_id, data, written_at)` (migration 3): the latest
- *   projection checkpoint per session, replaced atomically.
+ * - `checkpoints(session_id, sequence, event_id, data, written_at, chunks, bytes)` (migrations 3
+ *   and 4): the head of the latest projection checkpoint per session, and
+ *   `checkpoint_chunks(session_id, chunk, data)` (migration 4) its bytes; replaced atomically, or
+ *   extended by one chunk (see `writeCheckpoint`).
  *
  * Rules: entry `i` of {@link POSTGRES_MIGRATIONS} moves the schema from version `i` to `i + 1`;
  * a released migration is never edited; the store applies the missing ones in ONE transaction
@@ -94,6 +96,26 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   data       bytea  NOT NULL,
   written_at timestamptz NOT NULL DEFAULT now()
 )`,
+    ],
+  },
+  {
+    description: 'checkpoint chunks (extensions append a chunk)',
+    statements: [
+      // A checkpoint whose `chunks` is set is chunks 0 .. chunks - 1 of checkpoint_chunks,
+      // concatenated, `bytes` long (its `data` is empty); one whose `chunks` is null is a record
+      // written before this migration, whole in `data`. An extension inserts one chunk and moves
+      // the head row in one transaction, so the bytes written before it are never rewritten (a
+      // bytea update rewrites the whole value, and its WAL).
+      `CREATE TABLE {schema}.checkpoint_chunks (
+  session_id text    NOT NULL,
+  chunk      integer NOT NULL CHECK (chunk >= 0),
+  data       bytea   NOT NULL,
+  PRIMARY KEY (session_id, chunk)
+)`,
+      // Key hashes do not compress: skip the attempt.
+      `ALTER TABLE {schema}.checkpoint_chunks ALTER COLUMN data SET STORAGE EXTERNAL`,
+      `ALTER TABLE {schema}.checkpoints ADD COLUMN chunks integer CHECK (chunks >= 1)`,
+      `ALTER TABLE {schema}.checkpoints ADD COLUMN bytes bigint CHECK (bytes >= 1)`,
     ],
   },
 ];

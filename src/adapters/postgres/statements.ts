@@ -88,13 +88,26 @@ export function postgresStatements(schema: string) {
       `LEFT JOIN LATERAL (SELECT sequence, identity, kind, body FROM ${records} WHERE session_id = s.session_id ` +
       `AND sequence > $2::bigint AND sequence <= s.ledger_head ORDER BY sequence LIMIT $3::int) r ON true ` +
       `WHERE s.session_id = $1 ORDER BY r.sequence`,
-    /** $1 session. */
-    readCheckpoint: `SELECT sequence::text AS sequence, event_id, data FROM ${schema}.checkpoints WHERE session_id = $1`,
-    /** $1 session, $2 sequence, $3 event ID, $4 bytes: replaces the session's checkpoint in one statement. */
-    writeCheckpoint:
-      `INSERT INTO ${schema}.checkpoints (session_id, sequence, event_id, data) VALUES ($1, $2::bigint, $3, $4) ` +
+    /** $1 session: the head row, joined with its chunks in order (one snapshot of both tables). */
+    readCheckpoint:
+      `SELECT h.sequence::text AS sequence, h.event_id, h.data, h.chunks, h.bytes::text AS bytes, c.chunk, c.data AS chunk_data ` +
+      `FROM ${schema}.checkpoints h LEFT JOIN ${schema}.checkpoint_chunks c ON c.session_id = h.session_id AND c.chunk < h.chunks ` +
+      'WHERE h.session_id = $1 ORDER BY c.chunk',
+    /** $1 session, $2 sequence, $3 event ID, $4 chunks, $5 bytes: sets the head (the bytes are in chunks). */
+    writeCheckpointHead:
+      `INSERT INTO ${schema}.checkpoints (session_id, sequence, event_id, data, chunks, bytes) VALUES ($1, $2::bigint, $3, '\\x'::bytea, $4::int, $5::bigint) ` +
       'ON CONFLICT (session_id) DO UPDATE SET sequence = EXCLUDED.sequence, event_id = EXCLUDED.event_id, ' +
-      'data = EXCLUDED.data, written_at = now()',
+      'data = EXCLUDED.data, chunks = EXCLUDED.chunks, bytes = EXCLUDED.bytes, written_at = now()',
+    /** $1 session: the head row, locked for the transaction. */
+    lockCheckpointHead: `SELECT chunks, bytes::text AS bytes FROM ${schema}.checkpoints WHERE session_id = $1 FOR UPDATE`,
+    /** $1 session, $2 chunk: the chunk's last 8 bytes. */
+    checkpointChunkTail:
+      `SELECT substring(data FROM greatest(octet_length(data) - 7, 1) FOR 8) AS tail FROM ${schema}.checkpoint_chunks ` +
+      'WHERE session_id = $1 AND chunk = $2::int',
+    /** $1 session. */
+    deleteCheckpointChunks: `DELETE FROM ${schema}.checkpoint_chunks WHERE session_id = $1`,
+    /** $1 session, $2 chunk, $3 bytes. */
+    insertCheckpointChunk: `INSERT INTO ${schema}.checkpoint_chunks (session_id, chunk, data) VALUES ($1, $2::int, $3)`,
     /** $1 session, $2 command ID. */
     findCommand:
       `SELECT min(sequence)::text AS first, max(sequence)::text AS last, count(*)::text AS count FROM ${events} ` +
