@@ -17,8 +17,9 @@ export interface DurableCheckpointRecord {
   eventId: EventId;
   /**
    * Encoded by core; stores keep these bytes unchanged (at most {@link MAX_CHECKPOINT_BYTES}).
-   * On `writeCheckpoint` the array is lent for the call only: a store keeps a copy, never the
-   * caller's array (the journal reuses its encoding buffers once a write has settled).
+   * On `writeCheckpoint` the array is lent for the call only (until its promise settles; callers
+   * leave it unchanged until then): a store keeps a copy, never the caller's array (the journal
+   * reuses its encoding buffers once a write has settled).
    */
   data: Uint8Array;
   /**
@@ -88,7 +89,8 @@ export const CHECKPOINT_BUFFER_DOUBLING_LIMIT = 4 * 1024 * 1024;
  * The checks every store runs on `writeCheckpoint` input (bad input is
  * `DURABLE_EVENT_INVALID_INPUT`, an oversized record `DURABLE_EVENT_LIMIT_EXCEEDED`). Returns the
  * record with a private copy of the bytes, or with the caller's bytes when `copy` is false (only
- * for a store that has consumed them before its call returns, e.g. a synchronous SQL insert).
+ * for a store that has consumed them before its call settles and keeps no reference: a synchronous
+ * SQL insert, or PostgreSQL's, which sends them before its promise resolves).
  */
 export function checkCheckpointRecord(record: unknown, copy = true): DurableCheckpointRecord {
   const r = record as Partial<DurableCheckpointRecord> | null;
