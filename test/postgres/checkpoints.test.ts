@@ -94,4 +94,30 @@ describe('PostgreSQL checkpoints', () => {
     const folded = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
     expect(reopened.getProjection()).toEqual(folded.getProjection());
   });
+
+  it('two stores racing an extension and a whole write leave one of the two records, whole, and no stray chunk', async () => {
+    const other = await PostgresDurableEventStore.open({ connectionString: url, schema, notify: false });
+    try {
+      const sessionId = SessionId('pg-race');
+      await store.append(sessionId, [{ type: 'session_created', data: {} }]);
+      for (let round = 0; round < 15; round++) {
+        const base = fill(8192, round);
+        await store.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId(`base-${round}`), data: base });
+        const extended = concat(base, fill(256, round + 100));
+        const whole = fill(4096, round + 200);
+        await Promise.all([
+          store.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId(`ext-${round}`), data: extended, extendsBytes: base.length }),
+          other.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId(`whole-${round}`), data: whole }),
+        ]);
+        const read = await store.readCheckpoint(sessionId);
+        const expected = read?.eventId === `ext-${round}` ? extended : whole;
+        expect([`ext-${round}`, `whole-${round}`]).toContain(read?.eventId);
+        expect(same(read?.data, expected)).toBe(true);
+        const head = (await admin.query<{ chunks: number }>(`SELECT chunks FROM "${schema}".checkpoints WHERE session_id = 'pg-race'`)).rows[0];
+        expect((await chunkSizes('pg-race')).length).toBe(head?.chunks);
+      }
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -1065,15 +1065,20 @@ export class PostgresDurableEventStore
           if (head !== undefined && head.chunks !== null && head.bytes === String(prefix)) {
             const tail = (await client.query<{ tail: Uint8Array }>(this.#sql.checkpointChunkTail, [id, head.chunks - 1])).rows[0]?.tail;
             if (tail !== undefined && tail.length === 8 && tail.every((byte, index) => byte === data[prefix - 8 + index])) {
+              // Chunks past the head are not part of any record (none, unless a write was cut off
+              // by something other than a rollback): clear the index this chunk takes.
+              await client.query(this.#sql.deleteCheckpointChunksFrom, [id, head.chunks]);
               await client.query(this.#sql.insertCheckpointChunk, [id, head.chunks, data.subarray(prefix)]);
               await client.query(this.#sql.writeCheckpointHead, [id, checked.sequence, checked.eventId, head.chunks + 1, data.length]);
               return;
             }
           }
         }
+        // The head first: its row lock orders this write after any other writer of the session's
+        // checkpoint (an extension locks it too), so the delete sees every chunk already committed.
+        await client.query(this.#sql.writeCheckpointHead, [id, checked.sequence, checked.eventId, 1, data.length]);
         await client.query(this.#sql.deleteCheckpointChunks, [id]);
         await client.query(this.#sql.insertCheckpointChunk, [id, 0, data]);
-        await client.query(this.#sql.writeCheckpointHead, [id, checked.sequence, checked.eventId, 1, data.length]);
       });
     } catch (error) {
       throw writeFailure(error, 'checkpoint write');

@@ -106,6 +106,8 @@ export function postgresStatements(schema: string) {
       'WHERE session_id = $1 AND chunk = $2::int',
     /** $1 session. */
     deleteCheckpointChunks: `DELETE FROM ${schema}.checkpoint_chunks WHERE session_id = $1`,
+    /** $1 session, $2 first chunk to delete. */
+    deleteCheckpointChunksFrom: `DELETE FROM ${schema}.checkpoint_chunks WHERE session_id = $1 AND chunk >= $2::int`,
     /** $1 session, $2 chunk, $3 bytes. */
     insertCheckpointChunk: `INSERT INTO ${schema}.checkpoint_chunks (session_id, chunk, data) VALUES ($1, $2::int, $3)`,
     /** $1 session, $2 command ID. */
