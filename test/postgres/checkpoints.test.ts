@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { PostgresDurableEventStore } from '../../src/postgres.js';
 import { CommandId, EventId, EventSequence, SessionId } from '../../src/protocol/ids.js';
+import { concat, fill, sameBytes } from '../checkpoint/bytes.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
@@ -17,19 +18,8 @@ const schema = freshSchema('checkpoints');
 let store: PostgresDurableEventStore;
 let admin: pg.Client;
 
-const fill = (length: number, seed: number): Uint8Array => new Uint8Array(length).map((_, index) => (index * 31 + seed) & 0xff);
-const concat = (...parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-};
 const chunkSizes = async (sessionId: string): Promise<number[]> =>
   (await admin.query<{ size: number }>(`SELECT octet_length(data) AS size FROM "${schema}".checkpoint_chunks WHERE session_id = $1 ORDER BY chunk`, [sessionId])).rows.map((row) => row.size);
-const same = (actual: Uint8Array | undefined, expected: Uint8Array): boolean => actual !== undefined && Buffer.from(actual).equals(Buffer.from(expected));
 
 beforeAll(async () => {
   store = await PostgresDurableEventStore.open({ connectionString: url, schema, notify: false });
@@ -54,10 +44,10 @@ describe('PostgreSQL checkpoints', () => {
     expect(await chunkSizes('pg-extend')).toEqual([64 * 1024, 800]);
     const read = await store.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('x-2');
-    expect(same(read?.data, extended)).toBe(true);
+    expect(sameBytes(read?.data, extended)).toBe(true);
     await store.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId('x-3'), data: fill(512, 3) });
     expect(await chunkSizes('pg-extend')).toEqual([512]);
-    expect(same((await store.readCheckpoint(sessionId))?.data, fill(512, 3))).toBe(true);
+    expect(sameBytes((await store.readCheckpoint(sessionId))?.data, fill(512, 3))).toBe(true);
   });
 
   it('reads a record written before migration 4, writes the next one whole, and reads a damaged head as none', async () => {
@@ -67,11 +57,11 @@ describe('PostgreSQL checkpoints', () => {
     await admin.query(`INSERT INTO "${schema}".checkpoints (session_id, sequence, event_id, data) VALUES ($1, 1, 'old-1', $2)`, ['pg-legacy', Buffer.from(legacy)]);
     const read = await store.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('old-1');
-    expect(same(read?.data, legacy)).toBe(true);
+    expect(sameBytes(read?.data, legacy)).toBe(true);
     const extended = concat(legacy, fill(8, 5));
     await store.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId('x-4'), data: extended, extendsBytes: legacy.length });
     expect(await chunkSizes('pg-legacy')).toEqual([4104]);
-    expect(same((await store.readCheckpoint(sessionId))?.data, extended)).toBe(true);
+    expect(sameBytes((await store.readCheckpoint(sessionId))?.data, extended)).toBe(true);
     await admin.query(`UPDATE "${schema}".checkpoints SET bytes = bytes + 8 WHERE session_id = 'pg-legacy'`);
     expect(await store.readCheckpoint(sessionId)).toBeNull();
     await admin.query(`UPDATE "${schema}".checkpoints SET bytes = bytes - 8, chunks = 2 WHERE session_id = 'pg-legacy'`);
@@ -112,7 +102,7 @@ describe('PostgreSQL checkpoints', () => {
         const read = await store.readCheckpoint(sessionId);
         const expected = read?.eventId === `ext-${round}` ? extended : whole;
         expect([`ext-${round}`, `whole-${round}`]).toContain(read?.eventId);
-        expect(same(read?.data, expected)).toBe(true);
+        expect(sameBytes(read?.data, expected)).toBe(true);
         const head = (await admin.query<{ chunks: number }>(`SELECT chunks FROM "${schema}".checkpoints WHERE session_id = 'pg-race'`)).rows[0];
         expect((await chunkSizes('pg-race')).length).toBe(head?.chunks);
       }

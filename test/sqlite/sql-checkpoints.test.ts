@@ -9,21 +9,12 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import { CHECKPOINT_CHUNK_BYTES } from '../../src/adapters/sql/sql-checkpoints.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, EventId, EventSequence, SessionId } from '../../src/protocol/ids.js';
+import { concat, fill, sameBytes } from '../checkpoint/bytes.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { tempDir } from './helpers.js';
 
 const temp = tempDir();
 afterAll(() => temp.cleanup());
-const fill = (length: number, seed: number): Uint8Array => new Uint8Array(length).map((_, index) => (index * 31 + seed) & 0xff);
-const concat = (...parts: Uint8Array[]): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-};
 type Row = { chunk: number; data: Buffer };
 const rowsOf = (file: string, sessionId: string): Row[] => {
   const db = new Database(file, { readonly: true });
@@ -51,12 +42,12 @@ describe('SQL checkpoints (SQLite file)', () => {
     expect(after[0]?.data.equals(before[0]?.data as Buffer)).toBe(true);
     const read = await store.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('x-2');
-    expect(Buffer.from(read?.data ?? []).equals(Buffer.from(extended))).toBe(true);
+    expect(sameBytes(read?.data, extended)).toBe(true);
     // A whole record replaces every row.
     const whole = fill(2048, 3);
     await store.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId('x-3'), data: whole });
     expect(rowsOf(file, 'extend').map((row) => row.data.length)).toEqual([2048]);
-    expect(Buffer.from((await store.readCheckpoint(sessionId))?.data ?? []).equals(Buffer.from(whole))).toBe(true);
+    expect(sameBytes((await store.readCheckpoint(sessionId))?.data, whole)).toBe(true);
     store.close();
   });
 
@@ -75,11 +66,11 @@ describe('SQL checkpoints (SQLite file)', () => {
     const reopened = new SqliteDurableEventStore(file);
     const read = await reopened.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('old-1');
-    expect(Buffer.from(read?.data ?? []).equals(Buffer.from(legacy))).toBe(true);
+    expect(sameBytes(read?.data, legacy)).toBe(true);
     // No head row yet: an extension of it is written whole (and gets a head).
     const extended = concat(legacy, fill(8, 5));
     await reopened.writeCheckpoint(sessionId, { sequence: EventSequence(1), eventId: EventId('x-4'), data: extended, extendsBytes: legacy.length });
-    expect(Buffer.from((await reopened.readCheckpoint(sessionId))?.data ?? []).equals(Buffer.from(extended))).toBe(true);
+    expect(sameBytes((await reopened.readCheckpoint(sessionId))?.data, extended)).toBe(true);
     expect(rowsOf(file, 'legacy').map((row) => row.data.length)).toEqual([CHECKPOINT_CHUNK_BYTES, 24]);
     reopened.close();
   });
