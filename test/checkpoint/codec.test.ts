@@ -1,5 +1,5 @@
 /**
- * The checkpoint byte format (format 4: frames with chained checksums, key hashes in sorted runs).
+ * The checkpoint byte format (format 5: frames with chained checksums, key hashes in sorted runs).
  * These tests fail if a changed byte could decode as the checkpoint it was, if a torn or damaged
  * last frame hid the intact frame before it, if extending records let the number of runs or the
  * dead bytes grow without bound, if an extension lost a used ID, or if a format-2 record were read
@@ -73,7 +73,7 @@ async function extended(checkpoints: number, perCheckpoint = 3): Promise<{ recor
   return { records, store };
 }
 
-describe('checkpoint codec (format 4)', () => {
+describe('checkpoint codec (format 5)', () => {
   it('round-trips, and the decoded filter holds exactly the hashKey of every used ID', async () => {
     const { record, decoded } = await sample();
     expect(decoded.keys.size).toBeGreaterThan(10);
@@ -193,7 +193,7 @@ describe('checkpoint codec (format 4)', () => {
     const keys = Array.from({ length: 1300 }, (_, index) => (index % 7 === 0 ? '' : `e:${'\u00e9\ud83d\ude00x'.repeat(index % 5)}${index}`));
     const expected = Float64Array.from(keys.map(hashKey)).sort();
     expect(Array.from(sortedHashes(keys))).toEqual(Array.from(expected));
-    expect(Array.from(HashedKeyFilter.EMPTY.withKeys(new Set(keys)).runs[0] ?? [])).toEqual(Array.from(new Float64Array(new Set(expected)).sort()));
+    expect(Array.from((HashedKeyFilter.EMPTY.withKeys(new Set(keys)).runs[0] as Float64Array | undefined) ?? [])).toEqual(Array.from(new Float64Array(new Set(expected)).sort()));
     // All-ASCII chunks take the byte path: still exactly hashKey (odd and even lengths, empty keys).
     const ascii = Array.from({ length: 1500 }, (_, index) => (index % 11 === 0 ? '' : `c:${'x'.repeat(index % 3)}${index}`));
     expect(Array.from(sortedHashes(ascii))).toEqual(Array.from(Float64Array.from(ascii.map(hashKey)).sort()));
@@ -248,6 +248,7 @@ describe('checkpoint codec (format 4)', () => {
   for (const [format, magic] of [
     [2, 'ALCP'],
     [3, 'ALC3'],
+    [4, 'ALC4'],
   ] as const) {
     it(`reports a format-${format} record ("${magic}") as an unknown format, not as corrupt`, async () => {
       const { record } = await sample();
@@ -270,11 +271,11 @@ describe('checkpoint codec (format 4)', () => {
       expect(filter?.mightContain(key)).toBe(members.has(hashKey(key)));
     }
     // Skewed runs: a cluster in the first bucket, the extremes of the range, one bucket's edge.
-    const top = 2 ** 53 - 1;
-    const skewed = Float64Array.from([...Array.from({ length: 2000 }, (_, index) => index * 2), 2 ** 40, 2 ** 52, 2 ** 52 + 2, top - 2, top]);
+    const top = 2 ** 48 - 1;
+    const skewed = Float64Array.from([...Array.from({ length: 2000 }, (_, index) => index * 2), 2 ** 40, 2 ** 47, 2 ** 47 + 2, top - 2, top]);
     const skewedFilter = HashedKeyFilter.fromRuns([skewed]);
     for (const value of skewed) expect(skewedFilter?.mightContainHash(value)).toBe(true);
-    for (const value of [1, 3, 3999, 4001, 2 ** 40 - 1, 2 ** 40 + 1, 2 ** 52 + 1, top - 1, 2 ** 53, -1, 0.5]) {
+    for (const value of [1, 3, 3999, 4001, 2 ** 40 - 1, 2 ** 40 + 1, 2 ** 47 + 1, top - 1, 2 ** 48, -1, 0.5]) {
       expect(skewedFilter?.mightContainHash(value)).toBe(false);
     }
   });

@@ -18,38 +18,19 @@ export interface RunningHashState {
 export const INITIAL_HASH_STATE: RunningHashState = Object.freeze({ h1: 0xdeadbeef, h2: 0x41c6ce57 });
 
 /**
- * Feeds `text` (UTF-16 code units) into the lanes, then a separator step that mixes in its length
- * (so feeding "ab","c" differs from "a","bc"). One text is {@link feedHashJoined} of one part.
+ * Feeds `text` (UTF-16 code units, one per round) into the lanes, then a separator step that
+ * mixes in its length.
  */
 export function feedHash(state: RunningHashState, text: string): RunningHashState {
-  return feedHashJoined(state, [text]);
-}
-
-/**
- * Exactly `feedHash(state, parts.join('|'))`, without building the joined string (the journal
- * chains one digest step per folded event, so the concatenation was most of its cost).
- */
-export function feedHashJoined(state: RunningHashState, parts: readonly string[]): RunningHashState {
   let h1 = state.h1;
   let h2 = state.h2;
-  let length = 0;
-  for (let part = 0; part < parts.length; part++) {
-    // SAFETY: part < length.
-    const text = parts[part] as string;
-    if (part > 0) {
-      h1 = Math.imul(h1 ^ 0x7c, 2654435761);
-      h2 = Math.imul(h2 ^ 0x7c, 1597334677);
-      length++;
-    }
-    for (let index = 0; index < text.length; index++) {
-      const code = text.charCodeAt(index);
-      h1 = Math.imul(h1 ^ code, 2654435761);
-      h2 = Math.imul(h2 ^ code, 1597334677);
-    }
-    length += text.length;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    h1 = Math.imul(h1 ^ code, 2654435761);
+    h2 = Math.imul(h2 ^ code, 1597334677);
   }
   h1 = Math.imul(h1 ^ 0x1f, 2654435761);
-  h2 = Math.imul(h2 ^ (length & 0xffff), 1597334677);
+  h2 = Math.imul(h2 ^ (text.length & 0xffff), 1597334677);
   return { h1: h1 >>> 0, h2: h2 >>> 0 };
 }
 
@@ -64,13 +45,21 @@ export function finishHash(state: RunningHashState): number {
   return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
+/**
+ * The 48-bit value of the lanes, for key hashes: the same mixing as {@link finishHash}, 16 bits of
+ * the second lane (a compact key run stores the low 32 bits and buckets by the top 16).
+ */
+export function finishKeyHash(state: RunningHashState): number {
+  return Math.floor(finishHash(state) / 32);
+}
+
 /** The 53-bit hash of one string. */
 export function hashString(text: string): number {
   return finishHash(feedHash(INITIAL_HASH_STATE, text));
 }
 
 /**
- * The 53-bit hash of a used ID for the checkpoint's key filter. Reads two UTF-16 code units per
+ * The 48-bit hash of a used ID for the checkpoint's key filter. Reads two UTF-16 code units per
  * round (half the rounds of {@link hashString}, whose one-unit rounds were most of the cost of
  * hashing a checkpoint's new IDs) and feeds the length last, so "a" and "a\u0000" differ.
  */
@@ -96,7 +85,7 @@ export function hashKeyRange(text: string, start: number, end: number): number {
   }
   h1 = Math.imul(h1 ^ length, 2654435761);
   h2 = Math.imul(h2 ^ length, 1597334677);
-  return finishHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
+  return finishKeyHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
 }
 
 /**
@@ -121,7 +110,7 @@ export function hashKeyBytes(bytes: Uint8Array, start: number, end: number): num
   }
   h1 = Math.imul(h1 ^ length, 2654435761);
   h2 = Math.imul(h2 ^ length, 1597334677);
-  return finishHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
+  return finishKeyHash({ h1: h1 >>> 0, h2: h2 >>> 0 });
 }
 
 /** Scratch for an unaligned {@link hashFrameBytes} input (used synchronously). */

@@ -1,20 +1,79 @@
 /**
- * The used-ID memory a checkpoint carries: sorted runs of 53-bit key hashes.
+ * The used-ID memory a checkpoint carries: sorted runs of 48-bit key hashes.
  *
  * A full fold remembers every ID string a session ever used (reuse and causation checks). Saving
  * and reloading millions of strings would cost as much as the fold it replaces, so a checkpoint
- * keeps 8 bytes per key instead, in sorted `Float64Array` runs (53-bit hashes are exact doubles;
- * a binary search per run answers a lookup). A checkpoint written as an extension of the previous
- * one adds one run of the IDs used since (merged with the smaller runs before it, so a session of
- * n IDs keeps O(log n) runs); a compacted checkpoint holds one run (see `codec.ts`).
+ * keeps a hash per key instead, in sorted runs. A run shorter than {@link COMPACT_MIN_RUN} is a
+ * `Float64Array` (48-bit hashes are exact doubles; 8 bytes per key). A longer one is a
+ * {@link CompactRun}: a directory of 65,537 bucket starts by the top 16 bits, then the low 32
+ * bits of each hash (4 bytes per key plus 256 KiB), so the record a long session opens is about
+ * half the size. A checkpoint written as an extension of the previous one adds one run of the
+ * IDs used since (merged with the smaller runs before it, so a session of n IDs keeps O(log n)
+ * runs); a compacted checkpoint holds one run (see `codec.ts`).
  *
  * The filter answers "certainly never used" or "maybe used". "Maybe" is never taken as the
  * answer: the projector throws {@link DurableCheckpointInconclusiveError} and its owner folds the
  * log from the start, which gives the exact answer a full fold gives. A false "maybe" for a fresh
- * key has probability about keys / 2^53 per lookup (2e-10 at two million keys), so in practice
+ * key has probability about keys / 2^48 per lookup (7e-9 at two million keys), so in practice
  * the rebuild happens only for a log that really reuses an old ID, i.e. an invalid one.
  */
 import { hashKey, hashKeyBytes, hashKeyRange } from './hash.js';
+
+/** Bits of a key hash (`hashKey`): values are integers in [0, 2^48). */
+export const KEY_HASH_BITS = 48;
+const KEY_HASH_LIMIT = 2 ** KEY_HASH_BITS;
+/** A compact run's buckets: the top 16 bits of a hash; it stores the low 32 bits. */
+export const COMPACT_BUCKETS = 65_536;
+const BUCKET_SCALE = 4_294_967_296;
+/**
+ * Runs of at least this many hashes are compact (about 5 bytes per hash here, 4.2 at 1.6 million);
+ * shorter ones are `Float64Array`s (8 bytes per hash, no fixed directory).
+ */
+export const COMPACT_MIN_RUN = 262_144;
+
+/**
+ * A sorted run of 48-bit hashes stored in two parts: `starts[b]` is the index in `low` of the first
+ * hash whose top 16 bits are at least `b` (`starts[65536]` is the length), and `low` holds the low
+ * 32 bits of each hash, ascending within a bucket. Both may be views of a checkpoint's buffer.
+ */
+export class CompactRun {
+  constructor(
+    readonly starts: Uint32Array,
+    readonly low: Uint32Array,
+  ) {}
+
+  /** Number of hashes. */
+  get length(): number {
+    return this.low.length;
+  }
+
+  /** A new, empty run of `count` hashes to be filled by a merge. */
+  static allocate(count: number): CompactRun {
+    return new CompactRun(new Uint32Array(COMPACT_BUCKETS + 1), new Uint32Array(count));
+  }
+}
+
+/** One sorted run of key hashes. */
+export type KeyRun = Float64Array | CompactRun;
+
+/** Bytes a run of `count` hashes takes in a record (a multiple of 8). */
+export function runBytes(count: number): number {
+  return count < COMPACT_MIN_RUN ? count * 8 : Math.ceil(((COMPACT_BUCKETS + 1 + count) * 4) / 8) * 8;
+}
+
+/** The run of `count` hashes stored at `byteOffset` of `buffer` (a multiple of 8), as views. */
+export function runView(buffer: ArrayBufferLike, byteOffset: number, count: number): KeyRun {
+  if (count < COMPACT_MIN_RUN) return new Float64Array(buffer, byteOffset, count);
+  const starts = new Uint32Array(buffer, byteOffset, COMPACT_BUCKETS + 1);
+  const low = new Uint32Array(buffer, byteOffset + (COMPACT_BUCKETS + 1) * 4, count);
+  return new CompactRun(starts, low);
+}
+
+/** A run of `count` hashes in memory of its own. */
+function allocateRun(count: number): KeyRun {
+  return count < COMPACT_MIN_RUN ? new Float64Array(count) : CompactRun.allocate(count);
+}
+
 
 /** Thrown by a checkpoint-restored projector when only the full log can answer. */
 export class DurableCheckpointInconclusiveError extends Error {
@@ -29,10 +88,16 @@ export function isCheckpointInconclusive(error: unknown): error is DurableCheckp
   return error instanceof DurableCheckpointInconclusiveError;
 }
 
-/** True when `hashes` is ascending (which also rules out NaN). */
-export function isSortedRun(hashes: Float64Array): boolean {
+/**
+ * True when `run` is ascending and every hash is in [0, 2^48) (which also rules out NaN); for a
+ * compact run, when its directory is consistent and every bucket ascending.
+ */
+export function isSortedRun(run: KeyRun): boolean {
+  if (run instanceof CompactRun) return isSortedCompact(run);
+  const hashes = run;
   const length = hashes.length;
   if (length === 0) return true;
+  if (!((hashes[0] as number) >= 0 && (hashes[length - 1] as number) < KEY_HASH_LIMIT)) return false;
   // SAFETY: length > 0.
   let previous = hashes[0] as number;
   for (let index = 1; index < length; index++) {
@@ -44,7 +109,21 @@ export function isSortedRun(hashes: Float64Array): boolean {
   return !(length === 1 && Number.isNaN(previous));
 }
 
-/** An immutable set of 53-bit key hashes, kept as sorted runs. */
+function isSortedCompact(run: CompactRun): boolean {
+  const { starts, low } = run;
+  if (starts.length !== COMPACT_BUCKETS + 1 || starts[0] !== 0 || starts[COMPACT_BUCKETS] !== low.length) return false;
+  // SAFETY: every index below is < COMPACT_BUCKETS + 1 or < low.length (starts ascend to the length).
+  let start = 0;
+  for (let bucket = 1; bucket <= COMPACT_BUCKETS; bucket++) {
+    const end = starts[bucket] as number;
+    if (end < start) return false;
+    for (let index = start + 1; index < end; index++) if ((low[index - 1] as number) > (low[index] as number)) return false;
+    start = end;
+  }
+  return true;
+}
+
+/** An immutable set of 48-bit key hashes, kept as sorted runs. */
 export class HashedKeyFilter {
   /** Total number of hashes over all runs. */
   readonly size: number;
@@ -54,7 +133,7 @@ export class HashedKeyFilter {
 
   private constructor(
     /** The sorted runs (read-only views; they may share a checkpoint's buffer). */
-    readonly runs: readonly Float64Array[],
+    readonly runs: readonly KeyRun[],
   ) {
     let size = 0;
     for (const run of runs) size += run.length;
@@ -66,7 +145,7 @@ export class HashedKeyFilter {
   static readonly EMPTY = new HashedKeyFilter([]);
 
   /** A filter over runs that are each sorted already (decoded from a checkpoint): `null` unless they are. */
-  static fromRuns(runs: readonly Float64Array[]): HashedKeyFilter | null {
+  static fromRuns(runs: readonly KeyRun[]): HashedKeyFilter | null {
     for (const run of runs) if (!isSortedRun(run)) return null;
     return new HashedKeyFilter(runs.filter((run) => run.length > 0));
   }
@@ -75,7 +154,7 @@ export class HashedKeyFilter {
    * A filter over runs the caller just wrote sorted (merges of sorted runs), without checking them
    * again: a checkpoint write would otherwise re-read every hash of the session.
    */
-  static ofWrittenRuns(runs: readonly Float64Array[]): HashedKeyFilter {
+  static ofWrittenRuns(runs: readonly KeyRun[]): HashedKeyFilter {
     return new HashedKeyFilter(runs.filter((run) => run.length > 0));
   }
 
@@ -97,7 +176,11 @@ export class HashedKeyFilter {
     const directories = this.#directories;
     for (let run = 0; run < runs.length; run++) {
       // SAFETY: run < length (both arrays have the runs' length).
-      const hashes = runs[run] as Float64Array;
+      const hashes = runs[run] as KeyRun;
+      if (hashes instanceof CompactRun) {
+        if (compactContains(hashes, target)) return true;
+        continue;
+      }
       let directory = directories[run];
       if (directory === undefined) {
         directory = hashes.length >= DIRECTORY_MIN_RUN ? buildDirectory(hashes) : null;
@@ -113,22 +196,22 @@ export class HashedKeyFilter {
     const fresh = sortedHashes(keys);
     if (fresh.length === 0 && this.runs.length <= 1) return this;
     const runs = [...this.runs, fresh];
-    const merged = new Float64Array(this.size + fresh.length);
+    const merged = allocateRun(this.size + fresh.length);
     mergeRunsInto(runs, merged);
     return new HashedKeyFilter([merged]);
   }
 }
 
 /**
- * A run's bucket directory: `starts[b]` is the index of the run's first hash whose top `bits` bits
- * (of 53) are at least `b`, so the hashes of bucket `b` are `starts[b] .. starts[b + 1] - 1`.
+ * A `Float64Array` run's bucket directory: `starts[b]` is the index of the run's first hash whose
+ * top `bits` bits (of 48) are at least `b`, so the hashes of bucket `b` are `starts[b] .. starts[b + 1] - 1`.
  * Hashes are uniform, so with about 4 hashes per bucket a lookup reads one directory entry and one
  * cache line of the run, where a binary search over a multi-megabyte run took about ten cache (and
  * TLB) misses: the checks a journal restored from a checkpoint makes for every new ID it commits.
  * Costs 1 byte per hash, built in one pass over the run on its first lookup.
  */
 interface RunDirectory {
-  /** 2 ** (53 - bits): a hash's bucket is `Math.floor(hash / scale)`. */
+  /** 2 ** (48 - bits): a hash's bucket is `Math.floor(hash / scale)`. */
   readonly scale: number;
   readonly starts: Uint32Array;
 }
@@ -139,11 +222,11 @@ const DIRECTORY_MIN_RUN = 1024;
 function buildDirectory(hashes: Float64Array): RunDirectory {
   const bits = Math.min(30, Math.max(1, Math.floor(Math.log2(hashes.length)) - 2));
   const buckets = 2 ** bits;
-  const scale = 2 ** (53 - bits);
+  const scale = 2 ** (KEY_HASH_BITS - bits);
   const starts = new Uint32Array(buckets + 1);
   let bucket = 0;
   for (let index = 0; index < hashes.length; index++) {
-    // SAFETY: index < length. Runs are sorted, so buckets only grow; values are in [0, 2^53).
+    // SAFETY: index < length. Runs are sorted, so buckets only grow; values are in [0, 2^48).
     const of = Math.min(buckets, Math.floor((hashes[index] as number) / scale));
     while (bucket < of) starts[++bucket] = index;
   }
@@ -160,6 +243,25 @@ function directoryContains(hashes: Float64Array, directory: RunDirectory, target
   for (let index = starts[bucket] as number; index < end; index++) {
     const value = hashes[index] as number;
     if (value >= target) return value === target;
+  }
+  return false;
+}
+
+/** True when the 48-bit hash `target` is in the compact run (a binary search within its bucket). */
+function compactContains(run: CompactRun, target: number): boolean {
+  const bucket = Math.floor(target / BUCKET_SCALE);
+  if (!(bucket >= 0 && bucket < COMPACT_BUCKETS)) return false;
+  const want = target - bucket * BUCKET_SCALE;
+  const low = run.low;
+  // SAFETY: bucket + 1 <= COMPACT_BUCKETS; indexes stay within the bucket's range of `low`.
+  let first = run.starts[bucket] as number;
+  let last = (run.starts[bucket + 1] as number) - 1;
+  while (first <= last) {
+    const middle = (first + last) >>> 1;
+    const value = low[middle] as number;
+    if (value === want) return true;
+    if (value < want) first = middle + 1;
+    else last = middle - 1;
   }
   return false;
 }
@@ -182,21 +284,97 @@ function runContains(hashes: Float64Array, target: number): boolean {
  * Merges sorted runs into `into` (exactly their total length), ascending. A compaction merges a
  * handful of runs of geometrically growing sizes: the smaller ones are merged pairwise, smallest
  * first (their total is about the size of the largest), then that result and the largest run are
- * merged straight into `into`, so the bulk of the hashes moves once.
+ * merged straight into `into`, so the bulk of the hashes moves once. `into` is compact exactly
+ * when it holds at least {@link COMPACT_MIN_RUN} hashes (then so may the largest run).
  */
-export function mergeRunsInto(runs: readonly Float64Array[], into: Float64Array): void {
+export function mergeRunsInto(runs: readonly KeyRun[], into: KeyRun): void {
   const live = runs.filter((run) => run.length > 0).sort((a, b) => a.length - b.length);
   const largest = live.pop();
-  if (largest === undefined) return;
-  let rest: Float64Array | undefined = live[0];
+  let rest: Float64Array | undefined = live[0] === undefined ? undefined : floatRun(live[0]);
   for (let index = 1; index < live.length; index++) {
-    const next = live[index] as Float64Array;
+    const next = floatRun(live[index] as KeyRun);
     const merged: Float64Array = new Float64Array((rest as Float64Array).length + next.length);
     mergeTwo(rest as Float64Array, next, merged);
     rest = merged;
   }
-  if (rest === undefined) into.set(largest);
-  else mergeTwo(largest, rest, into);
+  if (into instanceof CompactRun) {
+    mergeIntoCompact(largest ?? new Float64Array(0), rest ?? new Float64Array(0), into);
+    return;
+  }
+  if (largest === undefined) return;
+  // A Float64 `into` is shorter than COMPACT_MIN_RUN, so every run merged into it is a Float64 one.
+  const big = floatRun(largest);
+  if (rest === undefined) into.set(big);
+  else mergeTwo(big, rest, into);
+}
+
+/** The hashes of `run` as a `Float64Array` (the run itself, or a copy of a compact one). */
+function floatRun(run: KeyRun): Float64Array {
+  if (!(run instanceof CompactRun)) return run;
+  const out = new Float64Array(run.length);
+  const { starts, low } = run;
+  for (let bucket = 0; bucket < COMPACT_BUCKETS; bucket++) {
+    const base = bucket * BUCKET_SCALE;
+    // SAFETY: bucket + 1 <= COMPACT_BUCKETS; the indexes are within `low`.
+    const end = starts[bucket + 1] as number;
+    for (let index = starts[bucket] as number; index < end; index++) out[index] = base + (low[index] as number);
+  }
+  return out;
+}
+
+/** Fills the compact run `out` (of exactly a.length + b.length hashes) with the merge of `a` and `b`. */
+function mergeIntoCompact(a: KeyRun, b: Float64Array, out: CompactRun): void {
+  const writer = new CompactWriter(out);
+  let j = 0;
+  const bLength = b.length;
+  if (a instanceof CompactRun) {
+    const { starts, low } = a;
+    for (let bucket = 0; bucket < COMPACT_BUCKETS; bucket++) {
+      const base = bucket * BUCKET_SCALE;
+      // SAFETY: bucket + 1 <= COMPACT_BUCKETS; the indexes are within `low` and `b`.
+      const end = starts[bucket + 1] as number;
+      for (let index = starts[bucket] as number; index < end; index++) {
+        const value = base + (low[index] as number);
+        while (j < bLength && (b[j] as number) < value) writer.put(b[j++] as number);
+        writer.put(value);
+      }
+    }
+  } else {
+    for (let index = 0; index < a.length; index++) {
+      // SAFETY: index < a.length; j < bLength.
+      const value = a[index] as number;
+      while (j < bLength && (b[j] as number) < value) writer.put(b[j++] as number);
+      writer.put(value);
+    }
+  }
+  // SAFETY: j < bLength.
+  while (j < bLength) writer.put(b[j++] as number);
+  writer.finish();
+}
+
+/** Appends ascending 48-bit hashes to a compact run, keeping its directory. */
+class CompactWriter {
+  #next = 0;
+  #bucket = 0;
+  readonly #starts: Uint32Array;
+  readonly #low: Uint32Array;
+
+  constructor(out: CompactRun) {
+    this.#starts = out.starts;
+    this.#low = out.low;
+    this.#starts[0] = 0;
+  }
+
+  put(value: number): void {
+    const bucket = Math.floor(value / BUCKET_SCALE);
+    while (this.#bucket < bucket) this.#starts[++this.#bucket] = this.#next;
+    this.#low[this.#next++] = value - bucket * BUCKET_SCALE;
+  }
+
+  finish(): void {
+    if (this.#next !== this.#low.length) throw new Error(`compact run: wrote ${this.#next} of ${this.#low.length} hashes`);
+    while (this.#bucket < COMPACT_BUCKETS) this.#starts[++this.#bucket] = this.#next;
+  }
 }
 
 function mergeTwo(old: Float64Array, fresh: Float64Array, merged: Float64Array): void {
@@ -279,7 +457,7 @@ let joinedBytes = new Uint8Array(0);
 
 /** Below this many hashes the native sort is as fast as the radix sort and needs no scratch. */
 const RADIX_MIN = 1024;
-/** Radix digits: 11 bits (2,048 buckets), five passes over a 53-bit hash (32 + 21 bits). */
+/** Radix digits: 11 bits (2,048 buckets), five passes over the two 32-bit halves of a hash (48 bits used). */
 const DIGIT_BITS = 11;
 const BUCKETS = 1 << DIGIT_BITS;
 const DIGIT_MASK = BUCKETS - 1;
@@ -298,7 +476,7 @@ let radixLowOut = new Uint32Array(0);
 let radixHighOut = new Uint32Array(0);
 
 /**
- * Sorts 53-bit hashes (non-negative integers, exact doubles) in place, ascending: the order of
+ * Sorts 48-bit hashes (non-negative integers, exact doubles) in place, ascending: the order of
  * `Float64Array.prototype.sort`. A checkpoint sorts the few thousand IDs of one period; the native
  * comparison sort took about 85 ns per hash there, a least-significant-digit radix sort over the
  * hashes' two 32-bit halves (five passes of 11-bit digits, stable) takes about half of that.
