@@ -103,6 +103,27 @@ describe('journal from a checkpoint', () => {
     expect(reopened.getRecoveryPlan()).toEqual(journal.getRecoveryPlan());
   });
 
+  it('spaces writes by head / spacingDivisor only on a store that rewrites whole records', async () => {
+    // everyEvents 10 and spacingDivisor 2: at head h a spaced journal waits for h / 2 new events.
+    const sequences = async (store: MemoryDurableEventStore): Promise<number[]> => {
+      const written: number[] = [];
+      const journal = await DurableSessionJournal.open(store, sessionId, {
+        checkpoints: { everyEvents: 10, spacingDivisor: 2, onWrite: (write) => written.push(write.sequence) },
+      });
+      await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
+      for (let index = 0; index < 20; index++) await journal.commit({ commandId: CommandId(`cmd-${index}`), events: cycle(index) });
+      await journal.flushCheckpoints();
+      return written;
+    };
+    // The memory store keeps extensions: a write every 10 events (every 2 cycles), however long.
+    expect(await sequences(new MemoryDurableEventStore())).toEqual([11, 21, 31, 41, 51, 61, 71, 81, 91, 101]);
+    // The same store without extensions (as the HTTP and RPC clients): due once both counts are met,
+    // 10 events and half the head (at 26: 15 >= 13; at 56: 30 >= 28; at 101 only 45 < 51).
+    const whole = new MemoryDurableEventStore();
+    Object.defineProperty(whole, 'checkpointExtension', { value: false });
+    expect(await sequences(whole)).toEqual([11, 26, 56]);
+  });
+
   it('reports every write it made to onWrite: position, size, keys and the time of each part', async () => {
     const store = new MemoryDurableEventStore();
     const writes: DurableCheckpointWriteInfo[] = [];

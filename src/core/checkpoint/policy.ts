@@ -10,9 +10,13 @@ export interface DurableCheckpointPolicy {
   /** ...or after this many bytes of canonical event JSON, whichever comes first (default 8 MiB). */
   everyBytes?: number;
   /**
-   * ...but never more often than once per `head / spacingDivisor` events (default 64): a
-   * checkpoint's size grows with the session (8 bytes per used ID), so spacing them in
-   * proportion keeps the amortised cost per appended event constant.
+   * ...but, on a store that rewrites the whole record on every write (no `checkpointExtension`:
+   * the HTTP and RPC clients), never more often than once per `head / spacingDivisor` events
+   * (default 64): such a write costs O(record) and a record grows with the session, so spacing
+   * them in proportion keeps the amortised cost per appended event constant. A store that keeps
+   * extensions appends O(new IDs + header) per write and compacts only when a third of the record
+   * is dead, so it is not spaced: the events an open folds after the checkpoint stay bounded by
+   * `everyEvents`/`everyBytes` however long the session.
    */
   spacingDivisor?: number;
   /** Command ranges kept exactly in a checkpoint (default 1024); older ones are found by a full fold. */
@@ -89,8 +93,11 @@ export function resolveCheckpointPolicy(policy: DurableCheckpointPolicy | false 
   };
 }
 
-/** True when a checkpoint is due after `events` / `bytes` since the last one at `head`. */
-export function checkpointDue(settings: CheckpointSettings, head: number, events: number, bytes: number): boolean {
-  if (events < Math.ceil(head / settings.spacingDivisor)) return false;
+/**
+ * True when a checkpoint is due after `events` / `bytes` since the last one at `head`; `spaced`
+ * when the store rewrites whole records (see {@link DurableCheckpointPolicy.spacingDivisor}).
+ */
+export function checkpointDue(settings: CheckpointSettings, head: number, events: number, bytes: number, spaced: boolean): boolean {
+  if (spaced && events < Math.ceil(head / settings.spacingDivisor)) return false;
   return events >= settings.everyEvents || bytes >= settings.everyBytes;
 }

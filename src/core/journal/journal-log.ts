@@ -97,12 +97,15 @@ export class JournalLog {
     private readonly checkpoints: CheckpointSettings,
   ) {
     this.#writesCheckpoints = checkpoints.write && isCheckpointStore(store);
+    this.#spaced = (store as Partial<DurableCheckpointStore>).checkpointExtension !== true;
     this.projector = new DurableSessionProjector({ sessionId });
     this.#trackAdds();
   }
 
   /** The policy writes checkpoints and the store can hold them (fixed for the journal's life). */
   readonly #writesCheckpoints: boolean;
+  /** The store rewrites whole records, so writes are spaced by `head / spacingDivisor` (see the policy). */
+  readonly #spaced: boolean;
 
   #trackAdds(): void {
     if (this.#writesCheckpoints) this.projector.checkpointState().ids.trackAdds();
@@ -303,7 +306,7 @@ export class JournalLog {
   maybeCheckpoint(): void {
     const head = this.#head;
     if (head === null || !this.#writesCheckpoints) return;
-    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes)) void this.checkpoint(false);
+    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes, this.#spaced)) void this.checkpoint(false);
   }
 
   /**
