@@ -146,6 +146,32 @@ describe('compact key runs', () => {
     expect(decodeCheckpoint({ ...encoded.record, data })).toBe('corrupt: key filter not sorted');
   });
 
+  it('an extension whose merges cascade past COMPACT_MIN_RUN writes a compact run that reads back exactly', async () => {
+    const checkpoint = await smallCheckpoint();
+    const grow = (base: Uint8Array) => (bytes: number) => {
+      const room = new Uint8Array(bytes);
+      room.set(base);
+      return room;
+    };
+    const a = keysOf('p', 150_000);
+    const b = keysOf('q', 80_000);
+    const c = keysOf('r', 40_000);
+    const e = keysOf('s', 100_000);
+    let encoded = encodeCompacted(checkpoint, [runOf(a)], (bytes) => new ArrayBuffer(bytes));
+    for (const fresh of [b, c, e]) {
+      const next = encodeExtension(checkpoint, encoded.extent, encoded.record.data, runOf(fresh), grow(encoded.record.data), 10);
+      if (next === null) throw new Error('not extended');
+      encoded = next;
+    }
+    // 150k, then +80k merged (230k), then 40k kept apart, then 100k merges with both: 370k, compact.
+    expect(encoded.extent.runs.map((run) => run.count)).toEqual([370_000]);
+    const decoded = decodeCheckpoint(encoded.record);
+    if (typeof decoded === 'string') throw new Error(decoded);
+    expect(decoded.keys.runs[0]).toBeInstanceOf(CompactRun);
+    expect(decoded.keys.size).toBe(370_000);
+    expectExactOn(decoded.keys, [...a, ...b, ...c, ...e], others);
+  });
+
   it(`runs below ${COMPACT_MIN_RUN} hashes stay Float64 runs`, () => {
     const run = HashedKeyFilter.EMPTY.withKeys(keysOf('g', COMPACT_MIN_RUN - 1)).runs[0];
     expect(run).toBeInstanceOf(Float64Array);
