@@ -52,7 +52,7 @@ import { MemoryDurableEventStore } from '../src/adapters/memory/memory-store.js'
 import { JsonlDurableEventStore } from '../src/adapters/node/jsonl/jsonl-store.js';
 import { SqliteDurableEventStore } from '../src/adapters/node/sqlite/sqlite-store.js';
 import { DEFAULT_CHECKPOINT_EVERY_EVENTS, DEFAULT_CHECKPOINT_SPACING_DIVISOR, type DurableCheckpointPolicy, type DurableCheckpointWriteInfo } from '../src/core/checkpoint/index.js';
-import type { DurableCheckpointStore } from '../src/core/checkpoint/contract.js';
+import { keepsCheckpointExtensions } from '../src/core/checkpoint/contract.js';
 import { DurableSessionJournal } from '../src/core/journal/index.js';
 import type { DurableEventStore } from '../src/core/store.js';
 import { CommandId, SessionId } from '../src/protocol/ids.js';
@@ -175,7 +175,7 @@ async function openBench(backend: Backend, events: number): Promise<void> {
   // The worst case the default policy allows: the checkpoint lags everyEvents (4096) events on a
   // store that keeps extensions (JSONL, SQLite), max(4096, head / 64) on one that rewrites records.
   const store = backend.open();
-  const spaced = (store as Partial<DurableCheckpointStore>).checkpointExtension !== true;
+  const spaced = !keepsCheckpointExtensions(store);
   const lag = spaced ? Math.max(DEFAULT_CHECKPOINT_EVERY_EVENTS, Math.ceil(head / DEFAULT_CHECKPOINT_SPACING_DIVISOR)) : DEFAULT_CHECKPOINT_EVERY_EVENTS;
   await appendCycles(store, big, 10_000_000, Math.ceil(lag / 5), 200);
   store.close?.();
@@ -338,7 +338,7 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
     for (const side of sides) console.log(`  ${side.label} cpu  ${side.cpu.map((ms) => ms.toFixed(0)).join(' ')}`);
   }
   const head = Math.max(...sides.map((side) => side.journal?.getHeadSequence() ?? 0));
-  const spaced = (stores[0] as Partial<DurableCheckpointStore> | undefined)?.checkpointExtension !== true;
+  const spaced = !keepsCheckpointExtensions(stores[0]);
   for (const store of stores) await store.close?.();
   if (!aa && spaced && Math.ceil(head / DEFAULT_CHECKPOINT_SPACING_DIVISOR) > DEFAULT_CHECKPOINT_EVERY_EVENTS) {
     console.warn(`  ${backend.name}: the head grew past the spacing limit; periods no longer hold one checkpoint each`);

@@ -56,6 +56,11 @@ export interface DurableCheckpointStore {
   writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void>;
 }
 
+/** True when `store` declares {@link DurableCheckpointStore.checkpointExtension} (it keeps extended records). */
+export function keepsCheckpointExtensions(store: unknown): boolean {
+  return typeof store === 'object' && store !== null && (store as Partial<DurableCheckpointStore>).checkpointExtension === true;
+}
+
 /** True when `store` implements {@link DurableCheckpointStore}. */
 export function isCheckpointStore(store: unknown): store is DurableCheckpointStore {
   return (

@@ -251,30 +251,24 @@ function directoryContains(hashes: Float64Array, directory: RunDirectory, target
 function compactContains(run: CompactRun, target: number): boolean {
   const bucket = Math.floor(target / BUCKET_SCALE);
   if (!(bucket >= 0 && bucket < COMPACT_BUCKETS)) return false;
-  const want = target - bucket * BUCKET_SCALE;
-  const low = run.low;
-  // SAFETY: bucket + 1 <= COMPACT_BUCKETS; indexes stay within the bucket's range of `low`.
-  let first = run.starts[bucket] as number;
-  let last = (run.starts[bucket + 1] as number) - 1;
-  while (first <= last) {
-    const middle = (first + last) >>> 1;
-    const value = low[middle] as number;
-    if (value === want) return true;
-    if (value < want) first = middle + 1;
-    else last = middle - 1;
-  }
-  return false;
+  // SAFETY: bucket + 1 <= COMPACT_BUCKETS.
+  return searchSorted(run.low, run.starts[bucket] as number, (run.starts[bucket + 1] as number) - 1, target - bucket * BUCKET_SCALE);
 }
 
 function runContains(hashes: Float64Array, target: number): boolean {
-  let low = 0;
-  let high = hashes.length - 1;
+  return searchSorted(hashes, 0, hashes.length - 1, target);
+}
+
+/** True when `want` is in the ascending `values[first..last]` (a binary search). */
+function searchSorted(values: Float64Array | Uint32Array, first: number, last: number, want: number): boolean {
+  let low = first;
+  let high = last;
   while (low <= high) {
     const middle = (low + high) >>> 1;
-    // SAFETY: middle is within bounds.
-    const value = hashes[middle] as number;
-    if (value === target) return true;
-    if (value < target) low = middle + 1;
+    // SAFETY: first <= middle <= last, within bounds.
+    const value = values[middle] as number;
+    if (value === want) return true;
+    if (value < want) low = middle + 1;
     else high = middle - 1;
   }
   return false;

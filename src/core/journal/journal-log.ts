@@ -27,7 +27,7 @@ import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { areParsedEnvelopes, plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
 import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointExtent } from '../checkpoint/codec.js';
-import { isCheckpointStore, reuseCheckpointBuffer, type DurableCheckpointRecord, type DurableCheckpointStore } from '../checkpoint/contract.js';
+import { isCheckpointStore, keepsCheckpointExtensions, reuseCheckpointBuffer, type DurableCheckpointRecord, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive, sortedHashes } from '../checkpoint/key-filter.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
@@ -97,15 +97,18 @@ export class JournalLog {
     private readonly checkpoints: CheckpointSettings,
   ) {
     this.#writesCheckpoints = checkpoints.write && isCheckpointStore(store);
-    this.#spaced = (store as Partial<DurableCheckpointStore>).checkpointExtension !== true;
+    this.#extends = keepsCheckpointExtensions(store);
     this.projector = new DurableSessionProjector({ sessionId });
     this.#trackAdds();
   }
 
   /** The policy writes checkpoints and the store can hold them (fixed for the journal's life). */
   readonly #writesCheckpoints: boolean;
-  /** The store rewrites whole records, so writes are spaced by `head / spacingDivisor` (see the policy). */
-  readonly #spaced: boolean;
+  /**
+   * The store keeps extended records: a write appends a frame, and writes are not spaced by
+   * `head / spacingDivisor` (see the policy).
+   */
+  readonly #extends: boolean;
 
   #trackAdds(): void {
     if (this.#writesCheckpoints) this.projector.checkpointState().ids.trackAdds();
@@ -306,7 +309,7 @@ export class JournalLog {
   maybeCheckpoint(): void {
     const head = this.#head;
     if (head === null || !this.#writesCheckpoints) return;
-    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes, this.#spaced)) void this.checkpoint(false);
+    if (checkpointDue(this.checkpoints, head, this.#sinceEvents, this.#sinceBytes, !this.#extends)) void this.checkpoint(false);
   }
 
   /**
@@ -341,7 +344,7 @@ export class JournalLog {
       const { record, keys } = this.#encode(
         { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
         sortedHashes(drained),
-        store.checkpointExtension === true,
+        this.#extends,
       );
       this.#filter = keys;
       const storeStart = clock.monotonicNow();
