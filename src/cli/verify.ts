@@ -12,6 +12,10 @@
  *    `readDurability`.
  * The first projector violation stops pass 2 (a failed projector stays failed); pass 1 keeps
  * going, so one run lists every malformed line.
+ * Pass 2 also audits the session's stored projection checkpoint, when the store keeps one, at its
+ * sequence (`core/checkpoint/audit.ts`): a checkpoint an open would trust but whose digest, fold
+ * state, command index or ID filter differs from the fold is a defect; one an open would discard
+ * is a note.
  */
 import { createReadStream, existsSync, readdirSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
@@ -19,6 +23,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { durabilityIdentity } from '../core/durability/ledger-engine.js';
 import { decodeDurabilityRecord } from '../core/durability/ledger-validation.js';
+import { CheckpointAudit, type CheckpointAuditResult } from '../core/checkpoint/audit.js';
+import { CommandIndex } from '../core/journal/command-index.js';
 import { DurableSessionProjector } from '../core/projector/projector.js';
 import type { DurableEventStore } from '../core/store.js';
 import { isDurableError } from '../protocol/errors.js';
@@ -45,6 +51,8 @@ export interface VerifyReport {
   ledgerRecords: number | null;
   defects: VerifyDefect[];
   notes: string[];
+  /** The audit of the stored projection checkpoint (absent when the store keeps none). */
+  checkpoint?: { sequence: number; status: CheckpointAuditResult['status'] };
 }
 
 /** Progress callback: events checked so far and the expected total. */
@@ -156,8 +164,15 @@ export async function verifyThroughStore(
   onProgress?: VerifyProgress,
 ): Promise<void> {
   const projector = new DurableSessionProjector({ sessionId });
+  const index = new CommandIndex();
   let last: DurableEventEnvelope | undefined;
   let count = 0;
+  let audit: CheckpointAudit | CheckpointAuditResult | null = null;
+  try {
+    audit = await CheckpointAudit.read(store, sessionId);
+  } catch (error) {
+    report.notes.push(`the stored checkpoint could not be read (${error instanceof Error ? error.message : String(error)}); an open folds the whole log`);
+  }
   try {
     for (;;) {
       const page = await store.read(sessionId, { ...(last === undefined ? {} : { after: last.sequence }), limit: 1000 });
@@ -174,6 +189,15 @@ export async function verifyThroughStore(
           report.events = count;
           return;
         }
+        index.observe([event]);
+        if (audit instanceof CheckpointAudit) {
+          try {
+            audit.observe(event, projector, index);
+          } catch (error) {
+            report.notes.push(`the checkpoint audit stopped at sequence ${event.sequence}: ${error instanceof Error ? error.message : String(error)}`);
+            audit = null;
+          }
+        }
         count += 1;
       }
       last = page.events[page.events.length - 1] ?? last;
@@ -186,6 +210,14 @@ export async function verifyThroughStore(
   }
   report.events = count;
   if (count === 0 && report.defects.length === 0) report.defects.push({ where: 'store', message: `session ${sessionId} has no events` });
+  // A read failure above leaves the fold short: the audit is then inconclusive, not "beyond the head".
+  const audited = audit instanceof CheckpointAudit ? (report.defects.length === 0 ? audit.finish(count) : audit.result) : audit;
+  if (audited !== null) {
+    report.checkpoint = { sequence: audited.sequence, status: audited.status };
+    for (const message of audited.defects) report.defects.push({ where: `checkpoint at sequence ${audited.sequence}`, sequence: audited.sequence, message });
+    report.notes.push(...audited.notes);
+    if (audited.status === 'matches') report.notes.push(`the checkpoint at sequence ${audited.sequence} matches the log (anchor, digest, fold state, commands, IDs)`);
+  }
   try {
     const records = await readLedger(store, sessionId);
     report.ledgerRecords = records === null ? null : records.length;

@@ -8,7 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/adapters/node/jsonl/jsonl-store.js';
 import { sessionPaths } from '../../src/adapters/node/jsonl/session-paths.js';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
-import { SessionId } from '../../src/protocol/ids.js';
+import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import { CommandId, SessionId } from '../../src/protocol/ids.js';
+import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { CLI_SOURCE, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
 
 let dir: string;
@@ -191,6 +193,45 @@ describe('verify', () => {
       const report = json<{ sessions: { defects: { where: string; sequence?: number }[] }[] }>(run.stdout);
       expect(report.sessions[0]?.defects[0]).toMatchObject({ where: 'sequence 10', sequence: 10 });
     }
+  }, 60_000);
+});
+
+describe('verify: the stored checkpoint', () => {
+  it('matches a fresh fold, and a prefix rewritten behind an unchanged checkpoint event is a defect (real JSONL files)', async () => {
+    const root = path.join(dir, 'audited');
+    const sessionId = SessionId('audited');
+    const store = new JsonlDurableEventStore(root);
+    await appendCycles(store, sessionId, 0, 0);
+    const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000 } });
+    for (let index = 0; index < 6; index++) {
+      const outcome = await journal.commit({ commandId: CommandId(`cycle-${index}`), events: cycleDrafts(index).map(({ commandId: _c, ...draft }) => draft) });
+      expect(outcome.status).toBe('committed');
+      if (index === 3) expect(await journal.writeCheckpoint()).toBe(true);
+    }
+    await store.close();
+
+    const healthy = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    expect(healthy.code).toBe(0);
+    const ok = json<{ sessions: { checkpoint?: { sequence: number; status: string }; notes: string[] }[] }>(healthy.stdout).sessions[0];
+    // session_created, then 4 commands of 5 events before the checkpoint.
+    expect(ok?.checkpoint).toEqual({ sequence: 21, status: 'matches' });
+
+    // Rewrite the commit time of event 2 (one line per commit) to that of event 1: still a valid
+    // log, the checkpoint's own event is untouched, so an open would still trust the checkpoint.
+    const files = sessionPaths(root, sessionId);
+    const lines = readFileSync(files.log, 'utf8').split('\n');
+    const first = (JSON.parse(lines[0] ?? '') as { recordedAt: string }[])[0]?.recordedAt ?? '';
+    const second = (JSON.parse(lines[1] ?? '') as { recordedAt: string }[])[0]?.recordedAt ?? '';
+    expect(first < second || first === second).toBe(true);
+    const earlier = first === second ? new Date(Date.parse(first) - 1).toISOString() : first;
+    lines[1] = (lines[1] ?? '').replace(`"recordedAt":"${second}"`, `"recordedAt":"${earlier}"`);
+    writeFileSync(files.log, lines.join('\n'));
+
+    const rewritten = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    expect(rewritten.code).toBe(2);
+    const report = json<{ sessions: { checkpoint?: { status: string }; defects: { where: string; message: string }[] }[] }>(rewritten.stdout).sessions[0];
+    expect(report?.checkpoint?.status).toBe('wrong');
+    expect(report?.defects).toEqual([{ where: 'checkpoint at sequence 21', sequence: 21, message: expect.stringMatching(/digest mismatch/) }]);
   }, 60_000);
 });
 

@@ -1,0 +1,161 @@
+/**
+ * Auditing a stored checkpoint against its log: what `agent-ledger verify` runs.
+ *
+ * An open trusts a checkpoint after comparing one event (the anchor at its sequence), because
+ * reading the prefix is the cost checkpoints exist to avoid. So a log whose events before the
+ * anchor were rewritten, with the anchor event kept byte-identical, opens from a projection of the
+ * old log. An audit folds the whole log anyway, and checks everything the checkpoint claims, at
+ * its sequence:
+ * 1. the anchor (event ID and canonical hash): on a mismatch an open discards the checkpoint and
+ *    rebuilds, so this is reported as a note, not a defect;
+ * 2. the running digest of every event's identity (`chainDigest`): a mismatch behind a matching
+ *    anchor is the case above, a defect;
+ * 3. the fold state, compared as canonical JSON with the state of a projector that folded the
+ *    prefix from the first event;
+ * 4. the kept command ranges and the fold position of the command index;
+ * 5. the key filter: every ID the prefix used must be in it (a missing one would let a later
+ *    event reuse that ID unnoticed). Extra hashes only cause needless rebuilds: a note.
+ * Checks 3-5 only fail for a checkpoint written by a build with a bug, or bytes that were
+ * rewritten together with their checksums.
+ */
+import type { DurableEventEnvelope } from '../../protocol/events.js';
+import type { SessionId } from '../../protocol/ids.js';
+import { canonicalJson, type JsonValue } from '../../protocol/json.js';
+import type { CommandIndex } from '../journal/command-index.js';
+import { DURABLE_PROJECTOR_VERSION, type DurableSessionProjector } from '../projector/projector.js';
+import { anchorOf, chainDigest, decodeCheckpoint, type DecodedCheckpoint } from './codec.js';
+import { isCheckpointStore } from './contract.js';
+import { INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
+
+/**
+ * `value` as a checkpoint stores it (`JSON.stringify`: absent and `undefined` members alike), in
+ * canonical form (sorted keys), so two states compare equal exactly when they store the same.
+ */
+function asStored(value: unknown): string {
+  return canonicalJson(JSON.parse(JSON.stringify(value)) as JsonValue);
+}
+
+/** What an audit found: problems that make a trusted checkpoint wrong, and harmless findings. */
+export interface CheckpointAuditResult {
+  /** Sequence the stored checkpoint stands at. */
+  readonly sequence: number;
+  /**
+   * `matches`: every check passed; `discarded`: an open would not use it (it is rebuilt, nothing
+   * is wrong); `wrong`: an open would use it and get a projection that differs from the log's.
+   */
+  readonly status: 'matches' | 'discarded' | 'wrong';
+  /** Why `wrong` (one line each). */
+  readonly defects: readonly string[];
+  /** Why `discarded`, and harmless findings. */
+  readonly notes: readonly string[];
+}
+
+/**
+ * Follows a fold from the first event and checks the stored checkpoint when the fold reaches its
+ * sequence. Create it with {@link CheckpointAudit.read}; call `observe` after each event is folded.
+ */
+export class CheckpointAudit {
+  #digest: RunningHashState = INITIAL_HASH_STATE;
+  #result: CheckpointAuditResult | null = null;
+
+  private constructor(private readonly checkpoint: DecodedCheckpoint) {}
+
+  /**
+   * Reads and decodes the stored checkpoint of `sessionId`. Returns `null` when the store keeps
+   * none (or no checkpoints at all), a finished result when the record cannot be used whatever the
+   * log holds (corrupt, stale, foreign), or an audit to feed the fold.
+   */
+  static async read(store: unknown, sessionId: SessionId): Promise<CheckpointAudit | CheckpointAuditResult | null> {
+    if (!isCheckpointStore(store)) return null;
+    const record = await store.readCheckpoint(sessionId);
+    if (record === null) return null;
+    const discarded = (why: string): CheckpointAuditResult => ({ sequence: record.sequence, status: 'discarded', defects: [], notes: [why] });
+    const decoded = decodeCheckpoint(record);
+    if (typeof decoded === 'string') return discarded(`the stored checkpoint is unusable (${decoded}); an open folds the whole log and writes a new one`);
+    if (decoded.projectorVersion !== DURABLE_PROJECTOR_VERSION) {
+      return discarded(`the stored checkpoint was written by projector version ${decoded.projectorVersion} (this is ${DURABLE_PROJECTOR_VERSION}); an open rebuilds it`);
+    }
+    if (decoded.sessionId !== sessionId) return discarded(`the stored checkpoint belongs to session ${decoded.sessionId}; an open discards it`);
+    return new CheckpointAudit(decoded);
+  }
+
+  /** The result, once the fold reached the checkpoint (else `null`). */
+  get result(): CheckpointAuditResult | null {
+    return this.#result;
+  }
+
+  /** Sequence the checkpoint stands at. */
+  get sequence(): number {
+    return this.checkpoint.sequence;
+  }
+
+  /**
+   * Call with each event right after `projector` and `index` folded it, in log order from the
+   * first event. Checks the checkpoint when `event` is the one it stands at.
+   */
+  observe(event: DurableEventEnvelope, projector: DurableSessionProjector, index: CommandIndex): void {
+    if (this.#result !== null) return;
+    this.#digest = chainDigest(this.#digest, event);
+    if (event.sequence === this.checkpoint.sequence) this.#result = this.#check(event, projector, index);
+  }
+
+  /** The result after the whole log was folded: a checkpoint beyond the head is discarded on open. */
+  finish(head: number): CheckpointAuditResult {
+    return (
+      this.#result ?? {
+        sequence: this.checkpoint.sequence,
+        status: 'discarded',
+        defects: [],
+        notes: [`the stored checkpoint stands at sequence ${this.checkpoint.sequence}, beyond the head (${head}); an open discards it`],
+      }
+    );
+  }
+
+  #check(event: DurableEventEnvelope, projector: DurableSessionProjector, index: CommandIndex): CheckpointAuditResult {
+    const saved = this.checkpoint;
+    const sequence = saved.sequence;
+    if (event.eventId !== saved.eventId || anchorOf(event) !== saved.anchor) {
+      return {
+        sequence,
+        status: 'discarded',
+        defects: [],
+        notes: [`the stored checkpoint was written for another event at sequence ${sequence}; an open discards it (replaced log) and rebuilds`],
+      };
+    }
+    const defects: string[] = [];
+    const notes: string[] = [];
+    if (this.#digest.h1 !== saved.digest.h1 || this.#digest.h2 !== saved.digest.h2) {
+      defects.push(
+        `the checkpoint at sequence ${sequence} passes the open check (its event is unchanged), but the events before it are not the ones it was written from (digest mismatch): opens use a projection of another log`,
+      );
+    }
+    const { state, ids } = projector.checkpointState();
+    if (asStored(state) !== asStored(saved.state)) {
+      defects.push(`the checkpoint's fold state at sequence ${sequence} differs from a fold of the log from the first event`);
+    }
+    const kept = saved.commands.ranges.length;
+    const fresh = index.toCheckpoint(kept);
+    const spell = (commands: typeof fresh): string =>
+      asStored({
+        ranges: commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
+        lastCommandId: commands.lastCommandId ?? null,
+        lastSequence: commands.lastSequence,
+      });
+    if (spell(fresh) !== spell(saved.commands)) {
+      defects.push(`the checkpoint's command index at sequence ${sequence} (its last ${kept} commands) differs from the log's`);
+    }
+    let missing = 0;
+    let example: string | undefined;
+    for (const key of ids.exactKeys()) {
+      if (saved.keys.mightContain(key)) continue;
+      missing += 1;
+      example ??= key;
+    }
+    if (missing > 0) {
+      defects.push(`the checkpoint's ID filter at sequence ${sequence} lacks ${missing} ID(s) the log used before it (for example ${String(example)}): a reuse of them would go unnoticed`);
+    } else if (saved.keys.size !== ids.size) {
+      notes.push(`the checkpoint's ID filter holds ${saved.keys.size} hashes for ${ids.size} IDs: extra hashes only cause needless full folds`);
+    }
+    return { sequence, status: defects.length === 0 ? 'matches' : 'wrong', defects, notes };
+  }
+}
