@@ -4,6 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
+import { isCheckpointStore } from '../core/checkpoint/contract.js';
+import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableEventSubscription } from '../core/subscription/subscription.js';
 import { durableEventCursor, decodeDurableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
 import { DURABLE_EVENT_TYPES } from '../protocol/event-types.js';
@@ -290,6 +292,47 @@ export function registerCommands(program: Command): void {
         if (!options.json) process.stderr.write(`agent-ledger: verify found ${defects} defect(s)\n`);
         process.exitCode = EXIT_DEFECT;
       }
+    });
+
+  program
+    .command('checkpoint')
+    .description("the session's stored projection checkpoint and whether an open uses it; --rebuild replaces it with one folded from the whole log")
+    .argument('<store>')
+    .argument('<session>')
+    .option('--rebuild', 'fold the whole log (the stored checkpoint unread) and write a new checkpoint at the head')
+    .action(async (store: string, session: string, flags: { rebuild?: boolean }, command: Command) => {
+      const options = globals(command);
+      const sessionId = sessionArg(session);
+      await withStore(store, options, true, async (opened) => {
+        if (!isCheckpointStore(opened.store)) throw new CliError(`${store} keeps no projection checkpoints`);
+        const checkpointStore = opened.store;
+        const describe = async (): Promise<{ sequence: number; eventId: string; bytes: number } | null> => {
+          const record = await checkpointStore.readCheckpoint(sessionId);
+          return record === null ? null : { sequence: record.sequence, eventId: record.eventId, bytes: record.data.length };
+        };
+        if (flags.rebuild === true) {
+          const journal = await DurableSessionJournal.open(opened.store, sessionId, { checkpoints: { read: false } });
+          const head = journal.getHeadSequence();
+          if (head === null) throw new CliError(`session ${sessionId} has no events in ${store}`);
+          if (!(await journal.writeCheckpoint())) throw new CliError(`no checkpoint was written for session ${sessionId}`);
+          const written = await describe();
+          if (options.json) printJson({ sessionId, head, rebuilt: written });
+          else println(`rebuilt ${sessionId}: checkpoint at sequence ${written?.sequence ?? '?'} (the head), ${written?.bytes ?? 0} bytes`);
+          return;
+        }
+        const stored = await describe();
+        // What an open does with it (the events after it are folded as usual; nothing is written).
+        const journal = await DurableSessionJournal.open(opened.store, sessionId, { checkpoints: { write: false } });
+        const head = journal.getHeadSequence();
+        const outcome = journal.getCheckpointOutcome();
+        if (options.json) printJson({ sessionId, head, stored, outcome });
+        else {
+          if (stored === null) println(`${sessionId}: no checkpoint stored (head ${head ?? 'none'}); an open folds the whole log`);
+          else println(`${sessionId}: checkpoint at sequence ${stored.sequence} of ${head ?? 'none'} (${stored.bytes} bytes, event ${stored.eventId})`);
+          if (outcome.status === 'used') println(`  an open uses it and folds ${(head ?? 0) - outcome.sequence} later event(s); \`verify\` audits it against the whole log`);
+          else if (outcome.status !== 'none') println(`  an open does not use it (${outcome.status}: ${outcome.reason}); \`checkpoint --rebuild\` writes a new one`);
+        }
+      });
     });
 
   program

@@ -41,7 +41,7 @@ describe('arguments and errors', () => {
     });
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    for (const command of ['inspect', 'events', 'tail', 'plan', 'verify', 'copy', 'fork', 'serve']) expect(run.stdout).toContain(command);
+    for (const command of ['inspect', 'events', 'tail', 'plan', 'verify', 'checkpoint', 'copy', 'fork', 'serve']) expect(run.stdout).toContain(command);
     // The same preload does break a command that needs the addon: the test can fail.
     const sqlite = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', preload, '--import', 'tsx', CLI_SOURCE, 'inspect', `sqlite:${path.join(dir, 'none.db')}`, 'x'], { cwd: ROOT });
@@ -232,6 +232,22 @@ describe('verify: the stored checkpoint', () => {
     const report = json<{ sessions: { checkpoint?: { status: string }; defects: { where: string; message: string }[] }[] }>(rewritten.stdout).sessions[0];
     expect(report?.checkpoint?.status).toBe('wrong');
     expect(report?.defects).toEqual([{ where: 'checkpoint at sequence 21', sequence: 21, message: expect.stringMatching(/digest mismatch/) }]);
+
+    // `checkpoint` shows that an open still trusts it; `--rebuild` replaces it from the whole log.
+    const shown = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--json']);
+    expect(shown.code).toBe(0);
+    expect(json(shown.stdout)).toMatchObject({ head: 31, stored: { sequence: 21 }, outcome: { status: 'used', sequence: 21 } });
+    const text = await runCli(['checkpoint', `jsonl:${root}`, 'audited']);
+    expect(text.stdout).toContain('checkpoint at sequence 21 of 31');
+    expect(text.stdout).toContain('folds 10 later event(s)');
+    const rebuilt = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--rebuild', '--json']);
+    expect(rebuilt.code).toBe(0);
+    expect(json(rebuilt.stdout)).toMatchObject({ head: 31, rebuilt: { sequence: 31 } });
+    const after = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    expect(after.code).toBe(0);
+    expect(json<{ sessions: { checkpoint?: unknown }[] }>(after.stdout).sessions[0]?.checkpoint).toEqual({ sequence: 31, status: 'matches' });
+    const none = await runCli(['checkpoint', `jsonl:${root}`, 'nobody']);
+    expect(none.stdout).toContain('no checkpoint stored');
   }, 60_000);
 });
 
