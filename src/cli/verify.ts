@@ -216,6 +216,7 @@ export async function verifyThroughStore(
     report.checkpoint = { sequence: audited.sequence, status: audited.status };
     for (const message of audited.defects) report.defects.push({ where: `checkpoint at sequence ${audited.sequence}`, sequence: audited.sequence, message });
     report.notes.push(...audited.notes);
+    if (audited.status === 'wrong') report.notes.push(`\`agent-ledger checkpoint <store> ${sessionId} --rebuild\` replaces the checkpoint with one folded from the whole log`);
     if (audited.status === 'matches') report.notes.push(`the checkpoint at sequence ${audited.sequence} matches the log (anchor, digest, fold state, commands, IDs)`);
   }
   try {

@@ -65,6 +65,7 @@ describe('checkpoint audit (verify)', () => {
     expect(report.defects).toHaveLength(1);
     expect(report.defects[0]).toMatchObject({ where: `checkpoint at sequence ${decoded.sequence}`, sequence: decoded.sequence });
     expect(report.defects[0]?.message).toMatch(/digest mismatch/);
+    expect(report.notes.join('\n')).toContain(`agent-ledger checkpoint <store> ${sessionId} --rebuild`);
     // The open check alone trusts it: that is what the audit is for.
     const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { write: false } });
     expect(journal.getCheckpointOutcome()).toEqual({ status: 'used', sequence: decoded.sequence });
