@@ -24,7 +24,7 @@
  * with its reason and cancels the statement on the server (also unknown if it was in flight).
  */
 import { throwIfAborted } from '../../core/abort.js';
-import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { checkCheckpointRecord, joinCheckpointChunks, storedTailMatches, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import type {
   DurabilityLedgerStore,
   DurabilityListener,
@@ -1031,15 +1031,12 @@ export class PostgresDurableEventStore
     // Buffer), with its own copy of the bytes.
     if (head.chunks === null) return { sequence, eventId, data: new Uint8Array(head.data) };
     const bytes = integer(head.bytes ?? '', 'checkpoint bytes');
-    if (rows.length !== head.chunks) return null;
-    const data = new Uint8Array(bytes);
-    let offset = 0;
-    for (const [index, row] of rows.entries()) {
-      if (row.chunk !== index || row.chunk_data === null || offset + row.chunk_data.length > bytes) return null;
-      data.set(row.chunk_data, offset);
-      offset += row.chunk_data.length;
-    }
-    return offset === bytes ? { sequence, eventId, data } : null;
+    const data = joinCheckpointChunks(
+      rows.map((row) => ({ index: row.chunk, data: row.chunk_data })),
+      head.chunks,
+      bytes,
+    );
+    return data === null ? null : { sequence, eventId, data };
   }
 
   /** Extended records append one chunk (see `writeCheckpoint`). */
@@ -1064,7 +1061,7 @@ export class PostgresDurableEventStore
           const head = (await client.query<{ chunks: number | null; bytes: string | null }>(this.#sql.lockCheckpointHead, [id])).rows[0];
           if (head !== undefined && head.chunks !== null && head.bytes === String(prefix)) {
             const tail = (await client.query<{ tail: Uint8Array }>(this.#sql.checkpointChunkTail, [id, head.chunks - 1])).rows[0]?.tail;
-            if (tail !== undefined && tail.length === 8 && tail.every((byte, index) => byte === data[prefix - 8 + index])) {
+            if (storedTailMatches(tail, checked)) {
               // Chunks past the head are not part of any record (none, unless a write was cut off
               // by something other than a rollback): clear the index this chunk takes.
               await client.query(this.#sql.deleteCheckpointChunksFrom, [id, head.chunks]);

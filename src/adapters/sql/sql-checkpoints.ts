@@ -18,7 +18,7 @@
  * A session without a head row has a record written before the head table existed (each row then
  * carries the record's position and chunk count); it is read that way.
  */
-import { checkCheckpointRecord, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import { checkCheckpointRecord, joinCheckpointChunks, storedTailMatches, type CheckpointChunk, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
 import { checkSessionId } from '../../core/log-engine.js';
 import { EventId, EventSequence, type SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';
@@ -65,17 +65,8 @@ export class SqlCheckpoints {
         this.driver.query<ChunkRow>('SELECT chunk, chunks, sequence, event_id, data FROM checkpoints WHERE session_id = ? ORDER BY chunk', id),
       );
     }
-    if (rows.length !== head.chunks) return null;
-    const parts: Uint8Array[] = [];
-    let total = 0;
-    for (const [index, row] of rows.entries()) {
-      if (row.chunk !== index || row.data === null) return null;
-      const part = bytesOf(row.data);
-      parts.push(part);
-      total += part.length;
-    }
-    if (total !== head.bytes) return null;
-    return recordOf(head.sequence, head.event_id, parts, total);
+    const data = joinCheckpointChunks(rows.map(chunkOf), head.chunks, head.bytes);
+    return data === null ? null : recordOf(head.sequence, head.event_id, data);
   }
 
   /** Replaces the checkpoint of `sessionId` in one transaction (an extension appends; see above). */
@@ -100,10 +91,8 @@ export class SqlCheckpoints {
       id,
       head.chunks - 1,
     )[0];
-    if (last === undefined || last.tail === null) return false;
-    const tail = bytesOf(last.tail);
-    if (tail.length !== 8) return false;
-    for (let index = 0; index < 8; index++) if (tail[index] !== record.data[prefix - 8 + index]) return false;
+    const tail = last?.tail;
+    if (!storedTailMatches(tail === null || tail === undefined ? null : bytesOf(tail), record)) return false;
     // Rows past the head (a longer record replaced by a shorter one is deleted whole, so there are
     // none unless something else wrote them) must not be read as part of this record later.
     this.driver.exec('DELETE FROM checkpoints WHERE session_id = ? AND chunk >= ?', id, head.chunks);
@@ -153,25 +142,18 @@ export class SqlCheckpoints {
 /** A record written before `checkpoint_heads` existed: every row carries the position and count. */
 function legacyRecord(rows: ChunkRow[]): DurableCheckpointRecord | null {
   const first = rows[0];
-  if (first === undefined || rows.length !== first.chunks) return null;
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (const [index, row] of rows.entries()) {
-    if (row.chunk !== index || row.sequence !== first.sequence || row.event_id !== first.event_id) return null;
-    const part = bytesOf(row.data);
-    parts.push(part);
-    total += part.length;
-  }
-  return recordOf(first.sequence, first.event_id, parts, total);
+  if (first === undefined) return null;
+  if (rows.some((row) => row.sequence !== first.sequence || row.event_id !== first.event_id)) return null;
+  const data = joinCheckpointChunks(rows.map(chunkOf), first.chunks);
+  return data === null ? null : recordOf(first.sequence, first.event_id, data);
 }
 
-function recordOf(sequence: number, eventId: string, parts: Uint8Array[], total: number): DurableCheckpointRecord | null {
-  const data = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    data.set(part, offset);
-    offset += part.length;
-  }
+/** A chunk row as {@link joinCheckpointChunks} takes it. */
+function chunkOf(row: { chunk: number | null; data: Uint8Array | ArrayBuffer | null }): CheckpointChunk {
+  return { index: row.chunk, data: row.data === null ? null : bytesOf(row.data) };
+}
+
+function recordOf(sequence: number, eventId: string, data: Uint8Array): DurableCheckpointRecord | null {
   try {
     return { sequence: EventSequence(sequence), eventId: EventId(eventId), data };
   } catch {

@@ -138,6 +138,47 @@ export function checkCheckpointRecord(record: unknown, copy = true): DurableChec
 export function extendsStoredRecord(stored: Uint8Array, record: DurableCheckpointRecord): boolean {
   const prefix = record.extendsBytes;
   if (prefix === undefined || stored.length < prefix) return false;
-  for (let index = prefix - 8; index < prefix; index++) if (stored[index] !== record.data[index]) return false;
+  return storedTailMatches(stored.subarray(prefix - 8, prefix), record);
+}
+
+/**
+ * True when `tail`, the last 8 bytes of a stored record of exactly `record.extendsBytes` bytes,
+ * are the 8 bytes `record` has there: the check of {@link extendsStoredRecord} for a store that
+ * reads only the tail of its stored record (its length checked by the caller).
+ */
+export function storedTailMatches(tail: Uint8Array | null | undefined, record: DurableCheckpointRecord): boolean {
+  const prefix = record.extendsBytes;
+  if (prefix === undefined || tail === null || tail === undefined || tail.length !== 8) return false;
+  for (let index = 0; index < 8; index++) if (tail[index] !== record.data[prefix - 8 + index]) return false;
   return true;
+}
+
+/** One stored chunk of a checkpoint record: its position and bytes (`null` when a row has none). */
+export interface CheckpointChunk {
+  readonly index: number | null;
+  readonly data: Uint8Array | null;
+}
+
+/**
+ * For stores that keep a record in numbered chunks: the bytes of chunks `0 .. count - 1` joined in
+ * one array, or `null` unless `chunks` are exactly those, in order, each with bytes, and (when
+ * `bytes` is given) totalling `bytes`. A `null` record reads as "no checkpoint" (core rebuilds).
+ */
+export function joinCheckpointChunks(chunks: readonly CheckpointChunk[], count: number, bytes?: number): Uint8Array | null {
+  if (chunks.length !== count) return null;
+  let total = 0;
+  for (const [index, chunk] of chunks.entries()) {
+    if (chunk.index !== index || chunk.data === null) return null;
+    total += chunk.data.length;
+  }
+  if (bytes !== undefined && total !== bytes) return null;
+  const data = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    // SAFETY: every chunk's data was checked above.
+    const part = chunk.data as Uint8Array;
+    data.set(part, offset);
+    offset += part.length;
+  }
+  return data;
 }
