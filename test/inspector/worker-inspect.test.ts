@@ -2,8 +2,8 @@
  * The inspector at the edge: the real Worker (wrangler's local runtime, workerd) serves
  * `/v1/sessions/{sessionId}/inspect` for a session that `agent-ledger copy` put there over HTTP.
  *
- * Covers: the CLI copying a JSONL session to the edge (and resuming as a no-op), `inspect` over
- * HTTP, the sign-in cookie (HttpOnly, SameSite=Strict, scoped to the page), scopes (a read-only
+ * Covers: the CLI copying a JSONL session to the edge (and resuming as a no-op), `plan`,
+ * `checkpoint --rebuild` and `verify` (its checkpoint audit) over HTTP, `inspect` over HTTP, the sign-in cookie (HttpOnly, SameSite=Strict, scoped to the page), scopes (a read-only
  * session token sees the page but cannot act; another session's token cannot sign in), the CSP,
  * the live tail over SSE, and an action answered by the session object.
  */
@@ -51,6 +51,13 @@ describe('Worker inspect route', () => {
     const plan = await runCli(['plan', worker.url.href, SESSION, '--json'], env);
     expect(plan.code).toBe(0);
     expect(JSON.parse(plan.stdout)).toMatchObject({ action: 'resolve_permissions', items: [{ kind: 'permission', safety: 'needs_person' }] });
+    // The checkpoint commands over HTTP: rebuild one in the session object, then audit it.
+    const rebuilt = await runCli(['checkpoint', worker.url.href, SESSION, '--rebuild', '--json'], env);
+    expect(rebuilt.stderr).toBe('');
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ head: 12, rebuilt: { sequence: 12 } });
+    const audited = await runCli(['verify', worker.url.href, SESSION, '--json'], env);
+    expect(audited.code).toBe(0);
+    expect(JSON.parse(audited.stdout)).toMatchObject({ ok: true, sessions: [{ events: 12, checkpoint: { sequence: 12, status: 'matches' } }] });
     const noToken = await runCli(['inspect', worker.url.href, SESSION], { AGENT_LEDGER_TOKEN: '' });
     expect(noToken.code).toBe(1);
     expect(noToken.stderr.trim().split('\n')).toHaveLength(1);
