@@ -187,6 +187,8 @@ export async function verifyThroughStore(
             message: `${event.type} breaks the projection${details?.rule === undefined ? '' : ` (rule ${details.rule})`}: ${error instanceof Error ? error.message : String(error)}`,
           });
           report.events = count;
+          // The audit may have passed the checkpoint before this event: report what it found.
+          reportAudit(report, audit instanceof CheckpointAudit ? audit.result : audit);
           return;
         }
         index.observe([event]);
@@ -211,14 +213,7 @@ export async function verifyThroughStore(
   report.events = count;
   if (count === 0 && report.defects.length === 0) report.defects.push({ where: 'store', message: `session ${sessionId} has no events` });
   // A read failure above leaves the fold short: the audit is then inconclusive, not "beyond the head".
-  const audited = audit instanceof CheckpointAudit ? (report.defects.length === 0 ? audit.finish(count) : audit.result) : audit;
-  if (audited !== null) {
-    report.checkpoint = { sequence: audited.sequence, status: audited.status };
-    for (const message of audited.defects) report.defects.push({ where: `checkpoint at sequence ${audited.sequence}`, sequence: audited.sequence, message });
-    report.notes.push(...audited.notes);
-    if (audited.status === 'wrong') report.notes.push(`\`agent-ledger checkpoint <store> ${sessionId} --rebuild\` replaces the checkpoint with one folded from the whole log`);
-    if (audited.status === 'matches') report.notes.push(`the checkpoint at sequence ${audited.sequence} matches the log (anchor, digest, fold state, commands, IDs)`);
-  }
+  reportAudit(report, audit instanceof CheckpointAudit ? (report.defects.length === 0 ? audit.finish(count) : audit.result) : audit);
   try {
     const records = await readLedger(store, sessionId);
     report.ledgerRecords = records === null ? null : records.length;
@@ -231,6 +226,16 @@ export async function verifyThroughStore(
       message: `${code}${error instanceof Error ? error.message : String(error)}`,
     });
   }
+}
+
+/** Adds a finished checkpoint audit to `report` (nothing when there is none, or it did not finish). */
+function reportAudit(report: VerifyReport, audited: CheckpointAuditResult | null): void {
+  if (audited === null) return;
+  report.checkpoint = { sequence: audited.sequence, status: audited.status };
+  for (const message of audited.defects) report.defects.push({ where: `checkpoint at sequence ${audited.sequence}`, sequence: audited.sequence, message });
+  report.notes.push(...audited.notes);
+  if (audited.status === 'wrong') report.notes.push(`\`agent-ledger checkpoint <store> ${report.sessionId} --rebuild\` replaces the checkpoint with one folded from the whole log`);
+  if (audited.status === 'matches') report.notes.push(`the checkpoint at sequence ${audited.sequence} matches the log (anchor, digest, fold state, commands, IDs)`);
 }
 
 /** Session IDs of every log in a JSONL store (read from each file's first line). */

@@ -2,7 +2,9 @@
  * Opening from a checkpoint gives exactly what a full fold gives: for random valid and invalid
  * logs (the projector's lifecycle simulator and mutations) and a checkpoint at a random position
  * of the valid prefix, `projectDurableSession` and `DurableSessionJournal.open` produce the same
- * projection, recovery plan, or error as with checkpoints off.
+ * projection, recovery plan, or error as with checkpoints off. And a checkpoint written by a
+ * journal that opened from an earlier one passes `verify`'s audit (digest, fold state, commands, ID
+ * filter equal to a fold from the first event).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +14,7 @@ import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { mutate, type MutationKind } from '../projector/journal-mutations.js';
 import { simulate } from '../projector/lifecycle-simulator.js';
 import { ArrayLogStore } from './array-store.js';
+import { verifyThroughStore, type VerifyReport } from '../../src/cli/verify.js';
 
 const NUM_RUNS = 150;
 const choicesArb = fc.array(fc.nat({ max: 10_000 }), { minLength: 1, maxLength: 120, size: 'large' });
@@ -99,5 +102,45 @@ describe('checkpoint equivalence', () => {
     // proves the path ran: a fixed share would fail on an unlucky draw.
     expect(used).toBeGreaterThan(0);
     expect(rebuilt).toBe(0); // valid logs never need the full fold
+  });
+
+  it('a checkpoint written by a journal that itself opened from a checkpoint passes the audit (verify) at any position', async () => {
+    let restoredWriters = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        choicesArb,
+        mutationArb,
+        fc.nat(),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        async (choices, kind, seed, at, further) => {
+          const sim = simulate(choices);
+          const sessionId = sim.b.sessionId;
+          let events = sim.b.events;
+          if (kind !== undefined) events = mutate(events, kind, seed);
+          const prefix = validPrefix(events, sessionId);
+          fc.pre(prefix >= 1);
+          const first = 1 + Math.floor(at * (prefix - 1));
+          const second = first + Math.floor(further * (prefix - first));
+          const store = new ArrayLogStore();
+          store.events = events.slice(0, first);
+          const writer = await DurableSessionJournal.open(store, sessionId, { checkpoints: { read: false } });
+          expect(await writer.writeCheckpoint()).toBe(true);
+          // A second writer starts from that checkpoint, folds up to `second`, and writes its own.
+          store.events = events.slice(0, second);
+          const continued = await DurableSessionJournal.open(store, sessionId, { checkpoints: {} });
+          if (continued.getCheckpointOutcome().status === 'used') restoredWriters += 1;
+          expect(await continued.writeCheckpoint()).toBe(true);
+          // The audit folds the whole log (mutated tail included) and checks the checkpoint at `second`.
+          store.events = [...events];
+          const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };
+          await verifyThroughStore(store, sessionId as never, report);
+          expect(report.checkpoint).toEqual({ sequence: second, status: 'matches' });
+          expect(report.defects.filter((defect) => defect.where.startsWith('checkpoint'))).toEqual([]);
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+    expect(restoredWriters).toBeGreaterThan(0);
   });
 });
