@@ -8,8 +8,11 @@
  * - A stale (other projector version), foreign (other session), corrupt, replaced-log (other
  *   event at its sequence) or ahead-of-head (a log restored from an older backup) checkpoint is
  *   discarded, and the journal still opens with exactly the full fold's state.
+ * - A checkpoint written by a journal that opened from an earlier one passes the audit of
+ *   `agent-ledger verify` (digest, fold state, commands, ID filter equal to a fold from event 1).
  * - With `restart`: the checkpoint survives a reopen.
  */
+import { auditStoredCheckpoint } from '../core/checkpoint/audit.js';
 import { decodeCheckpoint, encodeCheckpoint, type DecodedCheckpoint } from '../core/checkpoint/codec.js';
 import { isCheckpointStore, type DurableCheckpointStore } from '../core/checkpoint/contract.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
@@ -175,6 +178,25 @@ const usedOnOpen: Check = {
   },
 };
 
+const auditMatches: Check = {
+  name: 'checkpoint-audit-matches-fold',
+  requires: ['checkpoint'],
+  async run(ctx) {
+    const sessionId = ctx.newSessionId();
+    await buildSession(ctx.store, sessionId, 6);
+    await checkpointAtHead(ctx.store, sessionId);
+    // A journal that opened from that checkpoint writes the next one (an extension where the
+    // store keeps them): its digest, state, commands and ID filter must equal a fold from event 1.
+    const continued = await DurableSessionJournal.open(ctx.store, sessionId, {});
+    assertEqual(continued.getCheckpointOutcome().status, 'used', 'the second writer opens from the checkpoint');
+    await continued.commit({ commandId: CommandId('cp-after'), events: [d.requestStarted('cp-open-request')] });
+    await continued.commit({ commandId: CommandId('cp-cmd-9'), events: [d.turnStarted('cp-open-request', 'cp-turn-9', 1)] });
+    assertEqual(await continued.writeCheckpoint(), true, 'writeCheckpoint() after the reopen');
+    const audit = await auditStoredCheckpoint(ctx.store, sessionId);
+    assertDeepEqual(audit, { sequence: continued.getHeadSequence(), status: 'matches', defects: [], notes: [] }, 'audit of the second checkpoint');
+  },
+};
+
 const restartKeeps: Check = {
   name: 'checkpoint-survives-restart',
   requires: ['checkpoint', 'restart'],
@@ -276,6 +298,7 @@ export const checkpointChecks: readonly Check[] = Object.freeze([
   roundTrip,
   extension,
   usedOnOpen,
+  auditMatches,
   restartKeeps,
   stale,
   foreign,

@@ -19,10 +19,11 @@
  * rewritten together with their checksums.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
-import type { SessionId } from '../../protocol/ids.js';
+import { EventSequence, type SessionId } from '../../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
-import type { CommandIndex } from '../journal/command-index.js';
-import { DURABLE_PROJECTOR_VERSION, type DurableSessionProjector } from '../projector/projector.js';
+import { CommandIndex } from '../journal/command-index.js';
+import { DURABLE_PROJECTOR_VERSION, DurableSessionProjector } from '../projector/projector.js';
+import type { DurableEventStore } from '../store.js';
 import { anchorOf, chainDigest, decodeCheckpoint, type DecodedCheckpoint } from './codec.js';
 import { isCheckpointStore } from './contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
@@ -157,5 +158,29 @@ export class CheckpointAudit {
       notes.push(`the checkpoint's ID filter holds ${saved.keys.size} hashes for ${ids.size} IDs: extra hashes only cause needless full folds`);
     }
     return { sequence, status: defects.length === 0 ? 'matches' : 'wrong', defects, notes };
+  }
+}
+
+/**
+ * Reads the whole log of `sessionId` from the first event, folds it, and audits the stored
+ * checkpoint on the way (`null` when the store keeps none). A log the projector refuses before the
+ * checkpoint's sequence throws that error; `verify` is the caller that reports defects by place.
+ */
+export async function auditStoredCheckpoint(store: DurableEventStore, sessionId: SessionId, pageSize = 1000): Promise<CheckpointAuditResult | null> {
+  const audit = await CheckpointAudit.read(store, sessionId);
+  if (!(audit instanceof CheckpointAudit)) return audit;
+  const projector = new DurableSessionProjector({ sessionId });
+  const index = new CommandIndex();
+  let head = 0;
+  for (;;) {
+    const page = await store.read(sessionId, { ...(head === 0 ? {} : { after: EventSequence(head) }), limit: pageSize });
+    for (const event of page.events) {
+      projector.apply([event]);
+      index.observe([event]);
+      audit.observe(event, projector, index);
+      head = event.sequence;
+      if (audit.result !== null) return audit.result;
+    }
+    if (!page.hasMore || page.events.length === 0) return audit.finish(head);
   }
 }
