@@ -86,6 +86,7 @@ describe('reading', () => {
     expect(inspect.stdout).toContain('head      12');
     expect(inspect.stdout).toContain('[needs a person] permission for deploy');
     expect(inspect.stdout).toMatch(/next\s+sleep backoff at/);
+    expect(inspect.stdout).toContain('checkpoint none stored');
     const plan = json<{ action: string; safety: string; items: { kind: string; safety: string; toolName?: string }[] }>(
       (await runCli(['plan', jsonl, 'perm', '--json'])).stdout,
     );
@@ -246,6 +247,9 @@ describe('verify: the stored checkpoint', () => {
     const after = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
     expect(after.code).toBe(0);
     expect(json<{ sessions: { checkpoint?: unknown }[] }>(after.stdout).sessions[0]?.checkpoint).toEqual({ sequence: 31, status: 'matches' });
+    const inspected = await runCli(['inspect', `jsonl:${root}`, 'audited']);
+    expect(inspected.stdout).toContain('checkpoint at sequence 31, 0 event(s) behind the head');
+    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 31 } });
     const none = await runCli(['checkpoint', `jsonl:${root}`, 'nobody']);
     expect(none.stdout).toContain('no checkpoint stored');
   }, 60_000);
