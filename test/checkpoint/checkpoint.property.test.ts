@@ -64,18 +64,27 @@ function validPrefix(events: readonly DurableEventEnvelope[], sessionId: string)
   return events.length;
 }
 
+/** A simulated log, mutated when `kind` is set, and the length of its valid prefix (at least 1). */
+function arrangeLog(
+  choices: number[],
+  kind: MutationKind | undefined,
+  seed: number,
+): { sessionId: ReturnType<typeof simulate>['b']['sessionId']; events: DurableEventEnvelope[]; prefix: number } {
+  const sim = simulate(choices);
+  const sessionId = sim.b.sessionId;
+  const events = kind === undefined ? sim.b.events : mutate(sim.b.events, kind, seed);
+  const prefix = validPrefix(events, sessionId);
+  fc.pre(prefix >= 1);
+  return { sessionId, events, prefix };
+}
+
 describe('checkpoint equivalence', () => {
   it('random valid and invalid logs, random checkpoint positions: same state, plan and errors as a full fold', async () => {
     let used = 0;
     let rebuilt = 0;
     await fc.assert(
       fc.asyncProperty(choicesArb, mutationArb, fc.nat(), fc.double({ min: 0, max: 1, noNaN: true }), async (choices, kind, seed, at) => {
-        const sim = simulate(choices);
-        const sessionId = sim.b.sessionId;
-        let events = sim.b.events;
-        if (kind !== undefined) events = mutate(events, kind, seed);
-        const prefix = validPrefix(events, sessionId);
-        fc.pre(prefix >= 1);
+        const { sessionId, events, prefix } = arrangeLog(choices, kind, seed);
         const position = 1 + Math.floor(at * (prefix - 1));
         const store = new ArrayLogStore();
         store.events = events.slice(0, position);
@@ -114,12 +123,7 @@ describe('checkpoint equivalence', () => {
         fc.double({ min: 0, max: 1, noNaN: true }),
         fc.double({ min: 0, max: 1, noNaN: true }),
         async (choices, kind, seed, at, further) => {
-          const sim = simulate(choices);
-          const sessionId = sim.b.sessionId;
-          let events = sim.b.events;
-          if (kind !== undefined) events = mutate(events, kind, seed);
-          const prefix = validPrefix(events, sessionId);
-          fc.pre(prefix >= 1);
+          const { sessionId, events, prefix } = arrangeLog(choices, kind, seed);
           const first = 1 + Math.floor(at * (prefix - 1));
           const second = first + Math.floor(further * (prefix - first));
           const store = new ArrayLogStore();
