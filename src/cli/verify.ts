@@ -24,7 +24,6 @@ import { createInterface } from 'node:readline';
 import { durabilityIdentity } from '../core/durability/ledger-engine.js';
 import { decodeDurabilityRecord } from '../core/durability/ledger-validation.js';
 import { CheckpointAudit, type CheckpointAuditResult } from '../core/checkpoint/audit.js';
-import { CommandIndex } from '../core/journal/command-index.js';
 import { DurableSessionProjector } from '../core/projector/projector.js';
 import type { DurableEventStore } from '../core/store.js';
 import { isDurableError } from '../protocol/errors.js';
@@ -164,10 +163,9 @@ export async function verifyThroughStore(
   onProgress?: VerifyProgress,
 ): Promise<void> {
   const projector = new DurableSessionProjector({ sessionId });
-  const index = new CommandIndex();
   let last: DurableEventEnvelope | undefined;
   let count = 0;
-  let audit: CheckpointAudit | CheckpointAuditResult | null = null;
+  let audit: CheckpointAudit | null = null;
   try {
     audit = await CheckpointAudit.read(store, sessionId);
   } catch (error) {
@@ -188,13 +186,12 @@ export async function verifyThroughStore(
           });
           report.events = count;
           // The audit may have passed the checkpoint before this event: report what it found.
-          reportAudit(report, audit instanceof CheckpointAudit ? audit.result : audit);
+          reportAudit(report, audit?.result ?? null);
           return;
         }
-        index.observe([event]);
-        if (audit instanceof CheckpointAudit) {
+        if (audit !== null) {
           try {
-            audit.observe(event, projector, index);
+            audit.observe(event, projector);
           } catch (error) {
             report.notes.push(`the checkpoint audit stopped at sequence ${event.sequence}: ${error instanceof Error ? error.message : String(error)}`);
             audit = null;
@@ -213,7 +210,7 @@ export async function verifyThroughStore(
   report.events = count;
   if (count === 0 && report.defects.length === 0) report.defects.push({ where: 'store', message: `session ${sessionId} has no events` });
   // A read failure above leaves the fold short: the audit is then inconclusive, not "beyond the head".
-  reportAudit(report, audit instanceof CheckpointAudit ? (report.defects.length === 0 ? audit.finish(count) : audit.result) : audit);
+  reportAudit(report, audit === null ? null : report.defects.length === 0 ? audit.finish(count) : audit.result);
   try {
     const records = await readLedger(store, sessionId);
     report.ledgerRecords = records === null ? null : records.length;

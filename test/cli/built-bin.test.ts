@@ -1,8 +1,8 @@
 /**
  * The built bin (`package.json` -> `bin.agent-ledger` -> `dist/cli/main.js`, produced by
  * `npm run build`, which `npm ci` runs through `prepare`): it starts with plain node, reads a real
- * store, and serves the JSX-rendered inspector page. A missing build fails this test, it does not
- * skip it.
+ * store, rebuilds and audits a checkpoint (`checkpoint --rebuild`, `verify`), and serves the
+ * JSX-rendered inspector page. A missing build fails this test, it does not skip it.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,6 +31,13 @@ describe('built bin', () => {
     const plan = await runCli(['plan', store, 'built', '--json'], {}, 'built');
     expect(plan.code).toBe(0);
     expect(JSON.parse(plan.stdout)).toMatchObject({ action: 'resolve_permissions' });
+    // The checkpoint commands: rebuild one at the head, then verify's audit finds it matching.
+    const rebuilt = await runCli(['checkpoint', store, 'built', '--rebuild', '--json'], {}, 'built');
+    expect(rebuilt.code).toBe(0);
+    expect(JSON.parse(rebuilt.stdout)).toMatchObject({ head: 12, rebuilt: { sequence: 12 } });
+    const verify = await runCli(['verify', store, 'built', '--json'], {}, 'built');
+    expect(verify.code).toBe(0);
+    expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, sessions: [{ checkpoint: { sequence: 12, status: 'matches' } }] });
     const child = spawnCli(['serve', store, '--port', '0', '--page-token-env', 'T'], { T: 'built-bin-test-token-0123' }, 'built');
     try {
       let out = '';

@@ -92,7 +92,7 @@ export class SqlCheckpoints {
       head.chunks - 1,
     )[0];
     const tail = last?.tail;
-    if (!storedTailMatches(tail === null || tail === undefined ? null : bytesOf(tail), record)) return false;
+    if (!storedTailMatches(tail ? bytesOf(tail) : null, record)) return false;
     // Rows past the head (a longer record replaced by a shorter one is deleted whole, so there are
     // none unless something else wrote them) must not be read as part of this record later.
     this.driver.exec('DELETE FROM checkpoints WHERE session_id = ? AND chunk >= ?', id, head.chunks);

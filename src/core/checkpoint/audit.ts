@@ -53,67 +53,74 @@ export interface CheckpointAuditResult {
 
 /**
  * Follows a fold from the first event and checks the stored checkpoint when the fold reaches its
- * sequence. Create it with {@link CheckpointAudit.read}; call `observe` after each event is folded.
+ * sequence. Create it with {@link CheckpointAudit.read}; call `observe` after the projector folded
+ * each event. It keeps its own running digest and command index (what the checkpoint claims about
+ * the prefix), so a caller only folds the projector.
  */
 export class CheckpointAudit {
   #digest: RunningHashState = INITIAL_HASH_STATE;
-  #result: CheckpointAuditResult | null = null;
+  readonly #index = new CommandIndex();
+  #result: CheckpointAuditResult | null;
 
-  private constructor(private readonly checkpoint: DecodedCheckpoint) {}
+  /** An audit of `checkpoint`, or one decided before any event (`checkpoint` is then `null`). */
+  private constructor(
+    private readonly checkpoint: DecodedCheckpoint | null,
+    decided: CheckpointAuditResult | null,
+  ) {
+    this.#result = decided;
+  }
 
   /**
-   * Reads and decodes the stored checkpoint of `sessionId`. Returns `null` when the store keeps
-   * none (or no checkpoints at all), a finished result when the record cannot be used whatever the
-   * log holds (corrupt, stale, foreign), or an audit to feed the fold.
+   * Reads and decodes the stored checkpoint of `sessionId`: `null` when the store keeps none (or
+   * no checkpoints at all), else an audit to feed the fold. A record an open cannot use whatever
+   * the log holds (corrupt, stale, foreign) gives an audit whose result is already `discarded`.
    */
-  static async read(store: unknown, sessionId: SessionId): Promise<CheckpointAudit | CheckpointAuditResult | null> {
+  static async read(store: unknown, sessionId: SessionId): Promise<CheckpointAudit | null> {
     if (!isCheckpointStore(store)) return null;
     const record = await store.readCheckpoint(sessionId);
     if (record === null) return null;
-    const discarded = (why: string): CheckpointAuditResult => ({ sequence: record.sequence, status: 'discarded', defects: [], notes: [why] });
+    const discarded = (why: string): CheckpointAudit =>
+      new CheckpointAudit(null, { sequence: record.sequence, status: 'discarded', defects: [], notes: [why] });
     const decoded = decodeCheckpoint(record);
     if (typeof decoded === 'string') return discarded(`the stored checkpoint is unusable (${decoded}); an open folds the whole log and writes a new one`);
     if (decoded.projectorVersion !== DURABLE_PROJECTOR_VERSION) {
       return discarded(`the stored checkpoint was written by projector version ${decoded.projectorVersion} (this is ${DURABLE_PROJECTOR_VERSION}); an open rebuilds it`);
     }
     if (decoded.sessionId !== sessionId) return discarded(`the stored checkpoint belongs to session ${decoded.sessionId}; an open discards it`);
-    return new CheckpointAudit(decoded);
+    return new CheckpointAudit(decoded, null);
   }
 
-  /** The result, once the fold reached the checkpoint (else `null`). */
+  /** The result, once decided (at read, or when the fold reached the checkpoint); else `null`. */
   get result(): CheckpointAuditResult | null {
     return this.#result;
   }
 
-  /** Sequence the checkpoint stands at. */
-  get sequence(): number {
-    return this.checkpoint.sequence;
-  }
-
   /**
-   * Call with each event right after `projector` and `index` folded it, in log order from the
-   * first event. Checks the checkpoint when `event` is the one it stands at.
+   * Call with each event right after `projector` folded it, in log order from the first event.
+   * Checks the checkpoint when `event` is the one it stands at.
    */
-  observe(event: DurableEventEnvelope, projector: DurableSessionProjector, index: CommandIndex): void {
-    if (this.#result !== null) return;
+  observe(event: DurableEventEnvelope, projector: DurableSessionProjector): void {
+    const saved = this.checkpoint;
+    if (this.#result !== null || saved === null) return;
     this.#digest = chainDigest(this.#digest, event);
-    if (event.sequence === this.checkpoint.sequence) this.#result = this.#check(event, projector, index);
+    this.#index.observe([event]);
+    if (event.sequence === saved.sequence) this.#result = this.#check(saved, event, projector);
   }
 
   /** The result after the whole log was folded: a checkpoint beyond the head is discarded on open. */
   finish(head: number): CheckpointAuditResult {
-    return (
-      this.#result ?? {
-        sequence: this.checkpoint.sequence,
-        status: 'discarded',
-        defects: [],
-        notes: [`the stored checkpoint stands at sequence ${this.checkpoint.sequence}, beyond the head (${head}); an open discards it`],
-      }
-    );
+    if (this.#result !== null) return this.#result;
+    // SAFETY: only an audit decided at read has no checkpoint, and its result is set.
+    const sequence = (this.checkpoint as DecodedCheckpoint).sequence;
+    return {
+      sequence,
+      status: 'discarded',
+      defects: [],
+      notes: [`the stored checkpoint stands at sequence ${sequence}, beyond the head (${head}); an open discards it`],
+    };
   }
 
-  #check(event: DurableEventEnvelope, projector: DurableSessionProjector, index: CommandIndex): CheckpointAuditResult {
-    const saved = this.checkpoint;
+  #check(saved: DecodedCheckpoint, event: DurableEventEnvelope, projector: DurableSessionProjector): CheckpointAuditResult {
     const sequence = saved.sequence;
     if (event.eventId !== saved.eventId || anchorOf(event) !== saved.anchor) {
       return {
@@ -135,7 +142,7 @@ export class CheckpointAudit {
       defects.push(`the checkpoint's fold state at sequence ${sequence} differs from a fold of the log from the first event`);
     }
     const kept = saved.commands.ranges.length;
-    const fresh = index.toCheckpoint(kept);
+    const fresh = this.#index.toCheckpoint(kept);
     const spell = (commands: typeof fresh): string =>
       asStored({
         ranges: commands.ranges.map((r) => [r.commandId, r.firstSequence, r.lastSequence, r.eventCount, r.contiguous]),
@@ -168,19 +175,18 @@ export class CheckpointAudit {
  */
 export async function auditStoredCheckpoint(store: DurableEventStore, sessionId: SessionId, pageSize = 1000): Promise<CheckpointAuditResult | null> {
   const audit = await CheckpointAudit.read(store, sessionId);
-  if (!(audit instanceof CheckpointAudit)) return audit;
+  if (audit === null) return null;
   const projector = new DurableSessionProjector({ sessionId });
-  const index = new CommandIndex();
   let head = 0;
-  for (;;) {
+  while (audit.result === null) {
     const page = await store.read(sessionId, { ...(head === 0 ? {} : { after: EventSequence(head) }), limit: pageSize });
     for (const event of page.events) {
+      if (audit.result !== null) break;
       projector.apply([event]);
-      index.observe([event]);
-      audit.observe(event, projector, index);
+      audit.observe(event, projector);
       head = event.sequence;
-      if (audit.result !== null) return audit.result;
     }
-    if (!page.hasMore || page.events.length === 0) return audit.finish(head);
+    if (!page.hasMore || page.events.length === 0) break;
   }
+  return audit.finish(head);
 }
