@@ -4,7 +4,8 @@
  * First render of the inspector page for a session of 10,000 events (plus 300 durability
  * records) on a JSONL store, served by the same node:http + Hono path as `agent-ledger serve`:
  * 1. server: `GET /v1/sessions/{id}/inspect` answered in full (read the whole log, project,
- *    classify, build the timeline, render the HTML), median of several runs;
+ *    audit the stored projection checkpoint a journal wrote at the head, classify, build the
+ *    timeline, render the HTML), median of several runs;
  * 2. browser: Chromium (`@sparticuz/chromium`) navigating to the page until `load` with the page
  *    script's deferred execution done, median of several runs.
  * Baselines in the same run: the same HTML bytes served as a static string by the same server
@@ -19,6 +20,7 @@ import path from 'node:path';
 import chromium from '@sparticuz/chromium';
 import { chromium as playwright } from 'playwright-core';
 import { JsonlDurableEventStore } from '../src/adapters/node/jsonl/jsonl-store.js';
+import { DurableSessionJournal } from '../src/core/journal/index.js';
 import { sendResponse, toRequest } from '../src/cli/serve.js';
 import { ALL_INSPECTOR_SCOPES } from '../src/inspector/backend.js';
 import { createInspectorApp, INSPECTOR_COOKIE } from '../src/inspector/app.js';
@@ -47,6 +49,8 @@ await seedLong(store, small, SMALL_REQUESTS);
 for (let index = 0; index < LEDGER_RECORDS; index++) {
   await store.recordDurability(big, { kind: 'step', scope: `run-${index % 10}`, key: `step-${index}`, result: { index } });
 }
+// A session written through a journal carries a projection checkpoint; the page audits it.
+if (!(await (await DurableSessionJournal.open(store, big)).writeCheckpoint())) throw new Error('no checkpoint written');
 
 const app = createInspectorApp<Record<string, never>>({
   store: () => store,
@@ -74,7 +78,7 @@ async function serverRender(id: string): Promise<{ ms: number; html: string }> {
 }
 
 // Warm up (JIT, file caches), then measure.
-await serverRender(big.toString());
+if (!(await serverRender(big.toString())).html.includes('data-status="matches"')) throw new Error('the page does not show the audited checkpoint');
 const serverBig: number[] = [];
 const serverSmall: number[] = [];
 for (let run = 0; run < SERVER_RUNS; run++) {

@@ -134,18 +134,11 @@ export function registerCommands(program: Command): void {
         const inspection = await loadInspection(opened.store, sessionId, { onProgress: (read, head) => progress.update(read, head) });
         progress.stop();
         if (inspection.headSequence === null) throw new CliError(`session ${sessionId} has no events in ${store}`);
-        // The stored projection checkpoint: how far behind the head an open starts folding.
-        const record = isCheckpointStore(opened.store) ? await opened.store.readCheckpoint(sessionId) : undefined;
-        const checkpoint = record === undefined ? undefined : record === null ? null : { sequence: record.sequence, bytes: record.data.length };
         if (options.json) {
           const { timeline: _timeline, recent: _recent, ...summary } = inspection;
-          printJson(checkpoint === undefined ? summary : { ...summary, checkpoint });
+          printJson(summary);
         } else {
           for (const line of inspectionLines(inspection)) println(line);
-          if (checkpoint === null) println('checkpoint none stored (an open folds the whole log)');
-          else if (checkpoint !== undefined) {
-            println(`checkpoint at sequence ${checkpoint.sequence}, ${inspection.headSequence - checkpoint.sequence} event(s) behind the head, ${checkpoint.bytes} bytes (\`checkpoint\` and \`verify\` check it)`);
-          }
         }
       });
     });

@@ -2,7 +2,7 @@
  * Human renderings of events, plans and inspections (the CLI's default output).
  */
 import type { DurableEventEnvelope } from '../protocol/events.js';
-import type { Inspection } from '../inspector/model/inspection.js';
+import { describeCheckpoint, type Inspection } from '../inspector/model/inspection.js';
 import { safetyLabel, type ClassifiedPlan } from '../inspector/model/safety.js';
 import type { ForkSessionResult } from '../inspector/model/fork.js';
 import { brief, cell } from './output.js';
@@ -57,6 +57,7 @@ export function inspectionLines(inspection: Inspection): string[] {
     out.push(`ledger    ${inspection.ledgerRecords} records, ${inspection.pendingWaits.length} pending waits`);
     out.push(`next      ${next === null ? 'no pending deadline' : `${next.kind} ${next.key} at ${new Date(next.atMs).toISOString()}`}`);
   }
+  if (inspection.checkpointSupported) out.push(`checkpoint ${describeCheckpoint(inspection)}`);
   if (inspection.classified !== null) out.push(...planLines(inspection.classified));
   return out;
 }

@@ -11,7 +11,7 @@
 import type { FC } from 'hono/jsx';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import type { InspectorScope } from './backend.js';
-import type { Inspection } from './model/inspection.js';
+import { describeCheckpoint, type Inspection } from './model/inspection.js';
 import { safetyLabel, type PlanItem } from './model/safety.js';
 import { barDurationMs, formatDuration, type TimelineBar, type TimelineLane } from './model/timeline.js';
 
@@ -263,12 +263,23 @@ export const InspectorPage: FC<InspectorPageProps> = ({ inspection, scopes, base
             <dd id="next-alarm">
               {inspection.nextDeadline === null ? 'none' : `${inspection.nextDeadline.kind} ${inspection.nextDeadline.key} at ${iso(inspection.nextDeadline.atMs)}`}
             </dd>
+            <dt>checkpoint</dt>
+            <dd id="checkpoint" data-status={inspection.checkpoint?.status ?? 'none'}>
+              {describeCheckpoint(inspection)}
+            </dd>
           </dl>
           <form method="post" action={`${basePath}/logout`} class="logout">
             <button type="submit">Sign out</button>
           </form>
         </header>
         <p id="action-status" role="status" aria-live="polite"></p>
+        {inspection.checkpoint?.status !== 'wrong' ? null : (
+          <p class="error" role="alert" id="checkpoint-defects">
+            The stored projection checkpoint differs from the log, and opens of this session use it:{' '}
+            {inspection.checkpoint.defects.join(' ')} Rebuild it with{' '}
+            <code>{`agent-ledger checkpoint <store> ${inspection.sessionId} --rebuild`}</code>.
+          </p>
+        )}
         {inspection.projectionFailure === null ? null : (
           <p class="error" role="alert">
             The log breaks the projector's invariants: {inspection.projectionFailure.message}

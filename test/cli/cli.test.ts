@@ -233,6 +233,10 @@ describe('verify: the stored checkpoint', () => {
     const report = json<{ sessions: { checkpoint?: { status: string }; defects: { where: string; message: string }[] }[] }>(rewritten.stdout).sessions[0];
     expect(report?.checkpoint?.status).toBe('wrong');
     expect(report?.defects).toEqual([{ where: 'checkpoint at sequence 21', sequence: 21, message: expect.stringMatching(/digest mismatch/) }]);
+    // `inspect` folds the whole log too, and audits the checkpoint on the way.
+    const inspectWrong = await runCli(['inspect', `jsonl:${root}`, 'audited']);
+    expect(inspectWrong.stdout).toMatch(/checkpoint at sequence 21, 10 event\(s\) behind the head, \d+ bytes: WRONG: .*digest mismatch.*--rebuild/);
+    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 21, behind: 10, status: 'wrong' } });
 
     // `checkpoint` shows that an open still trusts it; `--rebuild` replaces it from the whole log.
     const shown = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--json']);
@@ -248,8 +252,8 @@ describe('verify: the stored checkpoint', () => {
     expect(after.code).toBe(0);
     expect(json<{ sessions: { checkpoint?: unknown }[] }>(after.stdout).sessions[0]?.checkpoint).toEqual({ sequence: 31, status: 'matches' });
     const inspected = await runCli(['inspect', `jsonl:${root}`, 'audited']);
-    expect(inspected.stdout).toContain('checkpoint at sequence 31, 0 event(s) behind the head');
-    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 31 } });
+    expect(inspected.stdout).toMatch(/checkpoint at sequence 31, 0 event\(s\) behind the head, \d+ bytes: matches a fold of the whole log/);
+    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 31, behind: 0, status: 'matches' } });
     const none = await runCli(['checkpoint', `jsonl:${root}`, 'nobody']);
     expect(none.stdout).toContain('no checkpoint stored');
   }, 60_000);

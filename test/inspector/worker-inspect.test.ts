@@ -3,7 +3,8 @@
  * `/v1/sessions/{sessionId}/inspect` for a session that `agent-ledger copy` put there over HTTP.
  *
  * Covers: the CLI copying a JSONL session to the edge (and resuming as a no-op), `plan`,
- * `checkpoint --rebuild` and `verify` (its checkpoint audit) over HTTP, `inspect` over HTTP, the sign-in cookie (HttpOnly, SameSite=Strict, scoped to the page), scopes (a read-only
+ * `checkpoint --rebuild` and `verify` (its checkpoint audit) over HTTP, `inspect` over HTTP, the page's
+ * checkpoint line (audited by its fold), the sign-in cookie (HttpOnly, SameSite=Strict, scoped to the page), scopes (a read-only
  * session token sees the page but cannot act; another session's token cannot sign in), the CSP,
  * the live tail over SSE, and an action answered by the session object.
  */
@@ -88,6 +89,9 @@ describe('Worker inspect route', () => {
     const html = await page.text();
     expect(html).toContain('needs a person');
     expect(html).toContain('data-action="resolve-permission"');
+    // The checkpoint the first test rebuilt in the session object, audited by the page's fold.
+    expect(html).toMatch(/<dd id="checkpoint" data-status="matches">at sequence 12, 0 event\(s\) behind the head, \d+ bytes: matches a fold of the whole log<\/dd>/);
+    expect(html).not.toContain('checkpoint-defects');
     expect(html).not.toContain('<script>');
     expect(html).not.toContain(token);
     const script = await fetch(worker.href('/inspector/assets/inspector.js'));

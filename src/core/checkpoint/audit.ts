@@ -66,6 +66,10 @@ export class CheckpointAudit {
   private constructor(
     private readonly checkpoint: DecodedCheckpoint | null,
     decided: CheckpointAuditResult | null,
+    /** Sequence the stored checkpoint stands at. */
+    readonly sequence: number,
+    /** Size of the stored record. */
+    readonly bytes: number,
   ) {
     this.#result = decided;
   }
@@ -80,14 +84,14 @@ export class CheckpointAudit {
     const record = await store.readCheckpoint(sessionId);
     if (record === null) return null;
     const discarded = (why: string): CheckpointAudit =>
-      new CheckpointAudit(null, { sequence: record.sequence, status: 'discarded', defects: [], notes: [why] });
+      new CheckpointAudit(null, { sequence: record.sequence, status: 'discarded', defects: [], notes: [why] }, record.sequence, record.data.length);
     const decoded = decodeCheckpoint(record);
     if (typeof decoded === 'string') return discarded(`the stored checkpoint is unusable (${decoded}); an open folds the whole log and writes a new one`);
     if (decoded.projectorVersion !== DURABLE_PROJECTOR_VERSION) {
       return discarded(`the stored checkpoint was written by projector version ${decoded.projectorVersion} (this is ${DURABLE_PROJECTOR_VERSION}); an open rebuilds it`);
     }
     if (decoded.sessionId !== sessionId) return discarded(`the stored checkpoint belongs to session ${decoded.sessionId}; an open discards it`);
-    return new CheckpointAudit(decoded, null);
+    return new CheckpointAudit(decoded, null, record.sequence, record.data.length);
   }
 
   /** The result, once decided (at read, or when the fold reached the checkpoint); else `null`. */
@@ -107,11 +111,27 @@ export class CheckpointAudit {
     if (event.sequence === saved.sequence) this.#result = this.#check(saved, event, projector);
   }
 
+  /**
+   * Folds `events` (the next ones of the log, in order) into `projector` and observes them: the
+   * events up to the checkpoint's sequence in one `apply`, then the check, then the rest. For a
+   * caller that folds whole pages; throws what the projector throws.
+   */
+  fold(events: readonly DurableEventEnvelope[], projector: DurableSessionProjector): void {
+    if (this.#result !== null || this.checkpoint === null) {
+      projector.apply(events);
+      return;
+    }
+    const split = events.findIndex((event) => event.sequence > this.sequence);
+    const upTo = split === -1 ? events : events.slice(0, split);
+    projector.apply(upTo);
+    for (const event of upTo) this.observe(event, projector);
+    if (split !== -1) projector.apply(events.slice(split));
+  }
+
   /** The result after the whole log was folded: a checkpoint beyond the head is discarded on open. */
   finish(head: number): CheckpointAuditResult {
     if (this.#result !== null) return this.#result;
-    // SAFETY: only an audit decided at read has no checkpoint, and its result is set.
-    const sequence = (this.checkpoint as DecodedCheckpoint).sequence;
+    const sequence = this.sequence;
     return {
       sequence,
       status: 'discarded',

@@ -3,9 +3,13 @@
  *
  * Reads the whole log page by page (memory: the timeline's bars plus the last page of events the
  * list shows), folds it through the projector, classifies the recovery plan, reads the lease and
- * the durability ledger when the store has them, and derives the next deadline. The result is
- * plain JSON-like data: `agent-ledger inspect --json` prints it, the page renders it.
+ * the durability ledger when the store has them, and derives the next deadline. When the store
+ * keeps projection checkpoints, the stored one is audited on the way (the checks of
+ * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway. The
+ * result is plain JSON-like data: `agent-ledger inspect --json` prints it, the page renders it.
  */
+import { CheckpointAudit } from '../../core/checkpoint/audit.js';
+import { isCheckpointStore } from '../../core/checkpoint/contract.js';
 import type { DurabilityRecord } from '../../core/durability/ledger-contract.js';
 import { isDurabilityLedgerStore } from '../../core/durability/ledger-contract.js';
 import { DurableSessionProjector } from '../../core/projector/projector.js';
@@ -39,6 +43,27 @@ export interface ProjectionFailure {
   sequence?: number | null;
 }
 
+/** The stored projection checkpoint, audited against the inspection's fold of the whole log. */
+export interface InspectionCheckpoint {
+  /** Sequence it stands at. */
+  sequence: number;
+  /** Size of the stored record. */
+  bytes: number;
+  /** Events after it that an open folds (`head - sequence`; negative for one beyond the head). */
+  behind: number;
+  /**
+   * `matches`: every check of the audit passed; `discarded`: an open does not use it (it rebuilds,
+   * nothing is wrong); `wrong`: an open uses it and gets a projection that differs from the log's
+   * (`agent-ledger checkpoint <store> <session> --rebuild` replaces it); `unchecked`: the log
+   * breaks the projector before the checkpoint's sequence (an open fails the same way).
+   */
+  status: 'matches' | 'discarded' | 'wrong' | 'unchecked';
+  /** Why `wrong`, one line each. */
+  defects: string[];
+  /** Why `discarded` or `unchecked`, and harmless findings. */
+  notes: string[];
+}
+
 /** Everything the inspector knows about one session. */
 export interface Inspection {
   sessionId: SessionId;
@@ -54,6 +79,10 @@ export interface Inspection {
   leaseSupported: boolean;
   ledgerSupported: boolean;
   ledgerRecords: number;
+  /** `false` when the store keeps no projection checkpoints. */
+  checkpointSupported: boolean;
+  /** The stored checkpoint, `null` when none is stored (or the store keeps none). */
+  checkpoint: InspectionCheckpoint | null;
   nextDeadline: PendingDeadline | null;
   pendingWaits: ReturnType<typeof pendingWaits>;
   timeline: Timeline;
@@ -82,6 +111,46 @@ export async function readLedger(store: unknown, sessionId: SessionId, signal?: 
   return records;
 }
 
+/** The audit's verdict after the fold (`unchecked` when the projector stopped before the checkpoint). */
+function auditedCheckpoint(audit: CheckpointAudit, head: number): InspectionCheckpoint {
+  const unchecked = audit.result === null && audit.sequence <= head;
+  const result = unchecked ? null : audit.finish(head);
+  return {
+    sequence: audit.sequence,
+    bytes: audit.bytes,
+    behind: head - audit.sequence,
+    status: result?.status ?? 'unchecked',
+    defects: [...(result?.defects ?? [])],
+    notes:
+      result === null
+        ? [`the log breaks the projector before sequence ${audit.sequence}, where the checkpoint stands: it was not checked`]
+        : [...result.notes],
+  };
+}
+
+/**
+ * One line on the stored checkpoint (`inspect` and the page): where it stands, how many events an
+ * open folds after it, its size and the audit's verdict.
+ */
+export function describeCheckpoint(inspection: Pick<Inspection, 'checkpointSupported' | 'checkpoint'>): string {
+  const checkpoint = inspection.checkpoint;
+  if (!inspection.checkpointSupported) return 'n/a (this store keeps no projection checkpoints)';
+  if (checkpoint === null) return 'none stored (an open folds the whole log)';
+  const where =
+    checkpoint.behind >= 0
+      ? `at sequence ${checkpoint.sequence}, ${checkpoint.behind} event(s) behind the head`
+      : `at sequence ${checkpoint.sequence}, beyond the head`;
+  const verdict =
+    checkpoint.status === 'matches'
+      ? 'matches a fold of the whole log'
+      : checkpoint.status === 'discarded'
+        ? `an open discards it and rebuilds (${checkpoint.notes[0] ?? 'not usable'})`
+        : checkpoint.status === 'wrong'
+          ? `WRONG: ${checkpoint.defects[0] ?? 'it differs from the log'}; \`agent-ledger checkpoint <store> <session> --rebuild\` replaces it`
+          : 'not checked (the log breaks the projector before it)';
+  return `${where}, ${checkpoint.bytes} bytes: ${verdict}`;
+}
+
 /** Loads an {@link Inspection} of `sessionId` from `store`. */
 export async function loadInspection(
   store: DurableEventStore,
@@ -97,6 +166,7 @@ export async function loadInspection(
   let recent: DurableEventEnvelope[] = [];
   let head: number | null = null;
   let last: DurableEventEnvelope | undefined;
+  const audit = await CheckpointAudit.read(store, sessionId);
   for (;;) {
     const page = await store.read(sessionId, {
       ...(last === undefined ? {} : { after: last.sequence }),
@@ -106,7 +176,8 @@ export async function loadInspection(
     head = page.headSequence;
     if (failure === null) {
       try {
-        projector.apply(page.events);
+        if (audit === null) projector.apply(page.events);
+        else audit.fold(page.events, projector);
       } catch (error) {
         const details = isDurableError(error) ? (error.details as { rule?: string; sequence?: number | null } | undefined) : undefined;
         failure = {
@@ -147,6 +218,8 @@ export async function loadInspection(
     leaseSupported,
     ledgerSupported: records !== null,
     ledgerRecords: records?.length ?? 0,
+    checkpointSupported: isCheckpointStore(store),
+    checkpoint: audit === null ? null : auditedCheckpoint(audit, head ?? 0),
     nextDeadline: records === null ? null : nextDeadline(records, nowMs),
     pendingWaits: records === null ? [] : pendingWaits(records),
     timeline: buildTimeline(all, records ?? []),
