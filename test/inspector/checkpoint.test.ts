@@ -9,7 +9,9 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
-import { describeCheckpoint, loadInspection } from '../../src/inspector/model/inspection.js';
+import { ALL_INSPECTOR_SCOPES } from '../../src/inspector/backend.js';
+import { describeCheckpoint, loadInspection, type Inspection } from '../../src/inspector/model/inspection.js';
+import { InspectorPage } from '../../src/inspector/page.js';
 import { CommandId, RequestId, SessionId, TurnId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 
@@ -35,6 +37,11 @@ async function copyCheckpoint(from: MemoryDurableEventStore, to: MemoryDurableEv
   if (record !== null) await to.writeCheckpoint(sessionId, record);
 }
 
+/** The page's HTML for `inspection` (Hono JSX renders to a string). */
+async function render(inspection: Inspection): Promise<string> {
+  return String(await InspectorPage({ inspection, scopes: ALL_INSPECTOR_SCOPES, basePath: '/v1/sessions/inspected/inspect' }));
+}
+
 describe('loadInspection: the stored checkpoint', () => {
   it('matches a fold of the whole log, with how far behind the head it stands', async () => {
     const store = await checkpointed();
@@ -44,6 +51,14 @@ describe('loadInspection: the stored checkpoint', () => {
     expect(inspection.checkpoint).toMatchObject({ sequence: 21, behind: 10, status: 'matches', defects: [] });
     expect(inspection.checkpoint?.bytes).toBeGreaterThan(0);
     expect(describeCheckpoint(inspection)).toMatch(/^at sequence 21, 10 event\(s\) behind the head, \d+ bytes: matches a fold of the whole log$/);
+    const html = await render(inspection);
+    expect(html).toContain('<dd id="checkpoint" data-status="matches">at sequence 21, 10 event(s) behind the head');
+    expect(html).not.toContain('checkpoint-defects');
+    // A wrong one (an audit result as the JSONL test in test/cli produces it) is an alert with the remedy.
+    const wrong = { ...inspection, checkpoint: { ...(inspection.checkpoint as NonNullable<Inspection['checkpoint']>), status: 'wrong' as const, defects: ['digest mismatch <b>'] } };
+    const alert = await render(wrong);
+    expect(alert).toContain('data-status="wrong"');
+    expect(alert).toMatch(/<p class="error" role="alert" id="checkpoint-defects">[^]*digest mismatch &lt;b&gt;[^]*agent-ledger checkpoint &lt;store&gt; inspected --rebuild/);
   });
 
   it('says none is stored, and n/a for a store without checkpoints', async () => {
