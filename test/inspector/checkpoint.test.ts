@@ -103,4 +103,22 @@ describe('loadInspection: the stored checkpoint', () => {
     expect(inspection.checkpoint?.notes[0]).toMatch(/breaks the projector before sequence 21/);
     expect(describeCheckpoint(inspection)).toMatch(/not checked/);
   });
+
+  it('shows a checkpoint the store fails to read as unreadable, and still renders', async () => {
+    const store = await checkpointed();
+    // Fault injection: the store's checkpoint read fails (as an RPC over its size cap would).
+    const failing = new Proxy(store, {
+      get(target, property) {
+        if (property === 'readCheckpoint') return () => Promise.reject(new Error('injected read failure'));
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const inspection = await loadInspection(failing, sessionId);
+    expect(inspection.headSequence).toBe(31);
+    expect(inspection.projectionFailure).toBeNull();
+    expect(inspection.checkpoint).toMatchObject({ sequence: 0, status: 'discarded' });
+    expect(describeCheckpoint(inspection)).toMatch(/^unreadable: reading it failed \(injected read failure\); an open folds the whole log$/);
+    expect(await render(inspection)).toContain('data-status="discarded">unreadable: ');
+  });
 });

@@ -45,7 +45,7 @@ export interface ProjectionFailure {
 
 /** The stored projection checkpoint, audited against the inspection's fold of the whole log. */
 export interface InspectionCheckpoint {
-  /** Sequence it stands at. */
+  /** Sequence it stands at (0 when the store failed to read it: `discarded`, the reason in `notes`). */
   sequence: number;
   /** Size of the stored record. */
   bytes: number;
@@ -136,6 +136,7 @@ export function describeCheckpoint(inspection: Pick<Inspection, 'checkpointSuppo
   const checkpoint = inspection.checkpoint;
   if (!inspection.checkpointSupported) return 'n/a (this store keeps no projection checkpoints)';
   if (checkpoint === null) return 'none stored (an open folds the whole log)';
+  if (checkpoint.sequence === 0) return `unreadable: ${checkpoint.notes[0] ?? 'the store failed to read it'}`;
   const where =
     checkpoint.behind >= 0
       ? `at sequence ${checkpoint.sequence}, ${checkpoint.behind} event(s) behind the head`
@@ -166,7 +167,15 @@ export async function loadInspection(
   let recent: DurableEventEnvelope[] = [];
   let head: number | null = null;
   let last: DurableEventEnvelope | undefined;
-  const audit = await CheckpointAudit.read(store, sessionId);
+  // A store that fails to read its checkpoint still shows the session (an open folds the whole log).
+  let audit: CheckpointAudit | null = null;
+  let unreadable: string | undefined;
+  try {
+    audit = await CheckpointAudit.read(store, sessionId);
+  } catch (error) {
+    signal?.throwIfAborted();
+    unreadable = error instanceof Error ? error.message : String(error);
+  }
   for (;;) {
     const page = await store.read(sessionId, {
       ...(last === undefined ? {} : { after: last.sequence }),
@@ -219,7 +228,12 @@ export async function loadInspection(
     ledgerSupported: records !== null,
     ledgerRecords: records?.length ?? 0,
     checkpointSupported: isCheckpointStore(store),
-    checkpoint: audit === null ? null : auditedCheckpoint(audit, head ?? 0),
+    checkpoint:
+      unreadable !== undefined
+        ? { sequence: 0, bytes: 0, behind: head ?? 0, status: 'discarded', defects: [], notes: [`reading it failed (${unreadable}); an open folds the whole log`] }
+        : audit === null
+          ? null
+          : auditedCheckpoint(audit, head ?? 0),
     nextDeadline: records === null ? null : nextDeadline(records, nowMs),
     pendingWaits: records === null ? [] : pendingWaits(records),
     timeline: buildTimeline(all, records ?? []),
