@@ -38,7 +38,15 @@ export {
   type ReadPlan,
 } from './core/log-engine.js';
 export type { StoreTestHooks } from './core/store.js';
-export { checkCheckpointRecord, extendsStoredRecord, MAX_CHECKPOINT_BYTES } from './core/checkpoint/index.js';
+export {
+  CHECKPOINT_SLICE_BYTES,
+  checkCheckpointRecord,
+  extendsStoredRecord,
+  MAX_CHECKPOINT_BYTES,
+  readCheckpointSlices,
+  sliceCheckpointRecord,
+  type DurableCheckpointSlice,
+} from './core/checkpoint/index.js';
 export { anySignal, newAbortError, withDeadline } from './core/abort.js';
 
 // ---- the durability ledger engine ----

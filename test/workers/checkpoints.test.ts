@@ -1,16 +1,18 @@
 /**
  * Projection checkpoints inside workerd: the SessionObject writes them itself after plain RPC
  * appends (off the appends' critical path), and after the object is reset (a cold start with the
- * same storage) a journal opens from that checkpoint and matches a full fold.
+ * same storage) a journal opens from that checkpoint and matches a full fold. A record larger than
+ * one RPC value (32 MiB) reaches a client in slices.
  */
 import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import { decodeCheckpoint } from '../../src/core/checkpoint/codec.js';
+import { CHECKPOINT_SLICE_BYTES, type DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
 import { DEFAULT_CHECKPOINT_EVERY_EVENTS } from '../../src/core/checkpoint/policy.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
-import { CommandId } from '../../src/protocol/ids.js';
+import { CommandId, EventId, EventSequence } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { freshSessionId, stubFor } from './session-object-helpers.js';
 
@@ -79,5 +81,39 @@ describe('SessionObject checkpoints', () => {
     expect(journal.getCheckpointOutcome()).toEqual({ status: 'used', sequence: second.sequence });
     const full = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
     expect(journal.getProjection()).toEqual(full.getProjection());
+  });
+
+  it('hands a client a record larger than one RPC value (32 MiB) in slices', async () => {
+    const store = new DurableObjectEventStore(env.SESSIONS);
+    const sessionId = freshSessionId('checkpoint-big');
+    await appendCycles(store, sessionId, 0, 1);
+    const data = new Uint8Array(40 * 1024 * 1024);
+    for (let index = 0; index < data.length; index += 997) data[index] = (index >>> 3) & 255;
+    const record: DurableCheckpointRecord = { sequence: EventSequence(1), eventId: EventId('big-record'), data };
+    // Written inside the object (its own writes have no RPC cap): a client's write of it cannot cross RPC.
+    await runInDurableObject(stubFor(sessionId), async (instance) => {
+      const object = instance as unknown as { writeCheckpoint(id: string, record: DurableCheckpointRecord): Promise<{ ok: boolean }> };
+      expect((await object.writeCheckpoint(sessionId, record)).ok).toBe(true);
+    });
+    await expect(store.writeCheckpoint(sessionId, record)).rejects.toMatchObject({ message: expect.stringMatching(/32MiB/) });
+    const read = await store.readCheckpoint(sessionId);
+    expect(read?.eventId).toBe('big-record');
+    expect(read?.data.length).toBe(data.length);
+    // Compared by hand: the matcher's deep equality on 40 MiB exhausts the runtime's heap.
+    let firstDifference = -1;
+    for (let index = 0; index < data.length; index++) {
+      if (read?.data[index] !== data[index]) {
+        firstDifference = index;
+        break;
+      }
+    }
+    expect(firstDifference).toBe(-1);
+    // Each RPC answer is one slice, capped whatever length a caller asks for.
+    const slice = await runInDurableObject(stubFor(sessionId), async (instance) => {
+      const object = instance as unknown as { readCheckpoint(id: string, offset?: number, length?: number): Promise<{ ok: true; value: { totalBytes: number; data: Uint8Array } }> };
+      return (await object.readCheckpoint(sessionId, 0, 64 * 1024 * 1024)).value;
+    });
+    expect(slice.totalBytes).toBe(data.length);
+    expect(slice.data.length).toBe(CHECKPOINT_SLICE_BYTES);
   });
 });

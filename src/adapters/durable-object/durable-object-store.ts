@@ -44,7 +44,9 @@ import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import {
   checkCheckpointRecord,
+  readCheckpointSlices,
   type DurableCheckpointRecord,
+  type DurableCheckpointSlice,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
@@ -163,10 +165,10 @@ export class DurableObjectEventStore
 
   /** The session's latest projection checkpoint, kept by its object. */
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
-    const record = await this.#call<DurableCheckpointRecord | null>(options?.signal, sessionId, (stub, id) =>
-      checkpointStub(stub).readCheckpoint(id),
+    // In slices: a record may be larger than one RPC value.
+    return readCheckpointSlices((offset) =>
+      this.#call<DurableCheckpointSlice | null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).readCheckpoint(id, offset)),
     );
-    return record === null ? null : { ...record, data: new Uint8Array(record.data) };
   }
 
   /** Replaces the session's projection checkpoint in its object. */

@@ -16,7 +16,7 @@
  *    subscription per listener; see `websocket-watch.ts`.
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
-import { checkCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { checkCheckpointRecord, readCheckpointSlices, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
 import { isTimeSource, type TimeSource } from '../../core/time.js';
@@ -250,21 +250,29 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   /** The session's latest projection checkpoint, read from its object (`GET .../checkpoint`). */
   async readCheckpoint(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<DurableCheckpointRecord | null> {
     const id = checkSessionId(sessionId);
-    const result = await this.#request({
-      method: 'GET',
-      path: sessionPath(HTTP_PATHS.checkpoint, id),
-      signal: options.signal,
-      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'readCheckpoint'),
+    // In slices (`?offset=`): a record may be larger than one response should be.
+    return readCheckpointSlices(async (offset) => {
+      const result = await this.#request({
+        method: 'GET',
+        path: sessionPath(HTTP_PATHS.checkpoint, id),
+        ...(offset === 0 ? {} : { query: { offset: String(offset) } }),
+        signal: options.signal,
+        failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'readCheckpoint'),
+      });
+      const wire = isRecord(result) ? result['checkpoint'] : undefined;
+      if (wire === null) return null;
+      if (!isRecord(wire) || typeof wire['sequence'] !== 'number' || typeof wire['eventId'] !== 'string' || typeof wire['data'] !== 'string') {
+        throw malformed('readCheckpoint');
+      }
+      const data = decodeBase64Url(wire['data']);
+      if (data === undefined) throw malformed('readCheckpoint');
+      // A server without slices answers the whole record with neither field.
+      const totalBytes = wire['totalBytes'] ?? data.length;
+      const at = wire['offset'] ?? 0;
+      if (typeof totalBytes !== 'number' || typeof at !== 'number') throw malformed('readCheckpoint');
+      // SAFETY: checked above; core checks the checkpoint against the log before using it.
+      return { sequence: wire['sequence'] as EventSequence, eventId: wire['eventId'] as EventId, totalBytes, offset: at, data };
     });
-    const wire = isRecord(result) ? result['checkpoint'] : undefined;
-    if (wire === null) return null;
-    if (!isRecord(wire) || typeof wire['sequence'] !== 'number' || typeof wire['eventId'] !== 'string' || typeof wire['data'] !== 'string') {
-      throw malformed('readCheckpoint');
-    }
-    const data = decodeBase64Url(wire['data']);
-    if (data === undefined) throw malformed('readCheckpoint');
-    // SAFETY: checked above; core checks the checkpoint against the log before using it.
-    return { sequence: wire['sequence'] as EventSequence, eventId: wire['eventId'] as EventId, data };
   }
 
   /** Replaces the session's projection checkpoint in its object (`POST .../checkpoint`). */

@@ -1,7 +1,9 @@
 /**
  * The projection checkpoint route (see `docs/checkpoints.md`): `GET` reads the session's latest
- * checkpoint from its object, `POST` replaces it. The bytes travel as unpadded base64url in JSON.
- * The object also writes checkpoints on its own; clients (the HTTP store) mostly read them.
+ * checkpoint from its object, in slices of at most {@link HTTP_CHECKPOINT_SLICE_BYTES} (`?offset=`
+ * for the next; a record may be larger than one Worker-to-object RPC value or a sane response),
+ * `POST` replaces it. The bytes travel as unpadded base64url in JSON. The object also writes
+ * checkpoints on its own; clients (the HTTP store) mostly read them.
  */
 import { z } from 'zod';
 import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
@@ -17,6 +19,9 @@ import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 /** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
 export const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
 
+/** Bytes of the record one `GET` answers (about 11 MB of base64url). */
+export const HTTP_CHECKPOINT_SLICE_BYTES = 8 * 1024 * 1024;
+
 /** A checkpoint on the wire. */
 export const wireCheckpointSchema = z
   .object({
@@ -27,7 +32,19 @@ export const wireCheckpointSchema = z
   })
   .strict();
 
-const readResponseSchema = z.object({ checkpoint: wireCheckpointSchema.nullable() }).strict();
+/** A slice of the stored checkpoint: the record's position and size, and its bytes from `offset`. */
+const wireCheckpointSliceSchema = wireCheckpointSchema
+  .extend({
+    totalBytes: z.number().int().min(0).describe('size of the whole record; read on with ?offset= until it is reached'),
+    offset: z.number().int().min(0).describe('where `data` starts in the record'),
+  })
+  .strict();
+
+const readResponseSchema = z.object({ checkpoint: wireCheckpointSliceSchema.nullable() }).strict();
+
+const readQuerySchema = z
+  .object({ offset: z.string().regex(/^\d{1,12}$/).optional().describe('first byte of the slice (default 0)') })
+  .strict();
 
 function unavailable(cause: unknown): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
@@ -44,15 +61,25 @@ export function checkpointRoutes(): RouteDefinition[] {
       method: 'get',
       path: HTTP_PATHS.checkpoint,
       operationId: 'readCheckpoint',
-      summary: "The session's latest projection checkpoint (derived data)",
+      summary: "A slice of the session's latest projection checkpoint (derived data)",
       tags: ['checkpoints'],
       scope: 'read',
-      response: { schema: readResponseSchema, description: 'The checkpoint, or null.' },
-      errors: ['DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ sessionId, object }) {
-        const record = await callObject(() => checkpointRpc(object).readCheckpoint(sessionId), unavailable);
-        if (record === null) return { checkpoint: null };
-        return { checkpoint: { sequence: record.sequence, eventId: record.eventId, data: encodeBase64Url(new Uint8Array(record.data)) } };
+      query: readQuerySchema,
+      response: { schema: readResponseSchema, description: 'A slice of the checkpoint, or null.' },
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_UNAVAILABLE'],
+      async handle({ sessionId, object, query }) {
+        const offset = query.offset === undefined ? 0 : Number(query.offset);
+        const slice = await callObject(() => checkpointRpc(object).readCheckpoint(sessionId, offset, HTTP_CHECKPOINT_SLICE_BYTES), unavailable);
+        if (slice === null) return { checkpoint: null };
+        return {
+          checkpoint: {
+            sequence: slice.sequence,
+            eventId: slice.eventId,
+            data: encodeBase64Url(new Uint8Array(slice.data)),
+            totalBytes: slice.totalBytes,
+            offset: slice.offset,
+          },
+        };
       },
     }),
     defineSessionRoute({

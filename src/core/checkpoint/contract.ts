@@ -182,3 +182,86 @@ export function joinCheckpointChunks(chunks: readonly CheckpointChunk[], count: 
   }
   return data;
 }
+
+/**
+ * One slice of a stored checkpoint record, for transports that cap a message (a Worker-to-object
+ * RPC value is at most 32 MiB, and a record may reach {@link MAX_CHECKPOINT_BYTES}): the record's
+ * position and total size, and `data`, its bytes from `offset` on.
+ */
+export interface DurableCheckpointSlice {
+  readonly sequence: EventSequence;
+  readonly eventId: EventId;
+  /** Size of the whole record. */
+  readonly totalBytes: number;
+  /** Where `data` starts in the record. */
+  readonly offset: number;
+  readonly data: Uint8Array;
+}
+
+/** Bytes of the record a slice carries by default (well inside a 32 MiB RPC value). */
+export const CHECKPOINT_SLICE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The slice of `record` at `offset` (at most `length` bytes, a copy), or why the request is bad.
+ * An offset at the end of the record gives an empty slice.
+ */
+export function sliceCheckpointRecord(record: DurableCheckpointRecord, offset: number, length: number): DurableCheckpointSlice {
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.data.length) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `checkpoint slice offset must be an integer from 0 to ${record.data.length}`);
+  }
+  if (!Number.isSafeInteger(length) || length < 1) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint slice length must be a positive integer');
+  }
+  return {
+    sequence: record.sequence,
+    eventId: record.eventId,
+    totalBytes: record.data.length,
+    offset,
+    data: record.data.slice(offset, Math.min(record.data.length, offset + length)),
+  };
+}
+
+/** Attempts {@link readCheckpointSlices} makes when the record is replaced while it reads. */
+const SLICED_READ_ATTEMPTS = 3;
+
+/**
+ * Reads a whole record through `readSlice` (the record's slice at an offset, or `null` for no
+ * checkpoint): the first slice gives the record's size, the others follow in order. A record
+ * replaced between two slices (another sequence, event ID or size) restarts the read, up to three
+ * times; after that the read fails with `DURABLE_EVENT_UNAVAILABLE`. A replacement of the same
+ * size at the same event that lands between two slices yields a mix of both, which fails the
+ * record's checksum when decoded: core then discards it and folds the log, as for any corrupt one.
+ */
+export async function readCheckpointSlices(
+  readSlice: (offset: number) => Promise<DurableCheckpointSlice | null>,
+): Promise<DurableCheckpointRecord | null> {
+  for (let attempt = 0; attempt < SLICED_READ_ATTEMPTS; attempt++) {
+    const first = await readSlice(0);
+    if (first === null) return null;
+    if (first.offset !== 0 || first.data.length > first.totalBytes || !Number.isSafeInteger(first.totalBytes)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the store answered a malformed checkpoint slice');
+    }
+    if (first.data.length === first.totalBytes) return { sequence: first.sequence, eventId: first.eventId, data: first.data };
+    if (first.totalBytes > MAX_CHECKPOINT_BYTES || first.data.length === 0) {
+      throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the store answered a malformed checkpoint slice');
+    }
+    const data = new Uint8Array(first.totalBytes);
+    data.set(first.data, 0);
+    let offset = first.data.length;
+    let replaced = false;
+    while (offset < first.totalBytes) {
+      const next = await readSlice(offset);
+      if (next === null || next.sequence !== first.sequence || next.eventId !== first.eventId || next.totalBytes !== first.totalBytes) {
+        replaced = true;
+        break;
+      }
+      if (next.offset !== offset || next.data.length === 0 || offset + next.data.length > first.totalBytes) {
+        throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the store answered a malformed checkpoint slice');
+      }
+      data.set(next.data, offset);
+      offset += next.data.length;
+    }
+    if (!replaced) return { sequence: first.sequence, eventId: first.eventId, data };
+  }
+  throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `the checkpoint was replaced while it was read, ${SLICED_READ_ATTEMPTS} times`);
+}

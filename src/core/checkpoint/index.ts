@@ -4,11 +4,15 @@
  * decide. See `docs/checkpoints.md`.
  */
 export {
+  CHECKPOINT_SLICE_BYTES,
   checkCheckpointRecord,
   extendsStoredRecord,
   isCheckpointStore,
   MAX_CHECKPOINT_BYTES,
+  readCheckpointSlices,
+  sliceCheckpointRecord,
   type DurableCheckpointRecord,
+  type DurableCheckpointSlice,
   type DurableCheckpointStore,
 } from './contract.js';
 export {

@@ -77,7 +77,7 @@ import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
 import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
-import type { DurableCheckpointRecord } from '../../../core/checkpoint/contract.js';
+import { CHECKPOINT_SLICE_BYTES, sliceCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointSlice } from '../../../core/checkpoint/contract.js';
 import type { RecoveryOperation } from '../../../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
@@ -329,8 +329,11 @@ export class SessionObject
 
   // ---- RPC: projection checkpoints (derived data; the object also writes them itself) --------
 
-  async readCheckpoint(sessionId: string): Promise<RpcResult<DurableCheckpointRecord | null>> {
-    return toRpcResult(() => this.#store.readCheckpoint(this.bindSession(sessionId)));
+  async readCheckpoint(sessionId: string, offset = 0, length = CHECKPOINT_SLICE_BYTES): Promise<RpcResult<DurableCheckpointSlice | null>> {
+    return toRpcResult(async () => {
+      const record = await this.#store.readCheckpoint(this.bindSession(sessionId));
+      return record === null ? null : sliceCheckpointRecord(record, offset, Math.min(length, CHECKPOINT_SLICE_BYTES));
+    });
   }
 
   async writeCheckpoint(sessionId: string, record: DurableCheckpointRecord): Promise<RpcResult<null>> {
