@@ -13,14 +13,12 @@ import type { DurableEventEnvelope } from '../protocol/events.js';
 import type { InspectorScope } from './backend.js';
 import { describeCheckpoint, type Inspection } from './model/inspection.js';
 import { safetyLabel, type PlanItem } from './model/safety.js';
-import { barDurationMs, formatDuration, type TimelineBar, type TimelineLane } from './model/timeline.js';
+import { barDurationMs, formatDuration, MAX_TIMELINE_BARS, type TimelineBar, type TimelineLane } from './model/timeline.js';
 
 /** Where the page's static assets are served. */
 export const ASSET_PREFIX = '/inspector/assets';
 /** Events per page of the event list. */
 export const EVENTS_PER_PAGE = 100;
-/** Most bars the timeline draws (the latest ones). */
-export const MAX_TIMELINE_BARS = 400;
 
 const LANES: readonly TimelineLane[] = ['request', 'turn', 'model', 'tool', 'permission', 'step', 'sleep', 'wait'];
 
@@ -156,7 +154,7 @@ const TimelineView: FC<{ inspection: Inspection }> = ({ inspection }) => {
   const height = rows.length * rowHeight + 24;
   return (
     <div class="timeline-wrap">
-      {all.length > bars.length ? <p class="note">showing the latest {bars.length} of {all.length} bars</p> : null}
+      {inspection.timeline.total > bars.length ? <p class="note">showing the latest {bars.length} of {inspection.timeline.total} bars</p> : null}
       <svg id="timeline" viewBox={`0 0 ${width} ${height}`} width="100%" height={height} role="img" aria-label="timeline">
         {rows.map((row, index) => (
           <g class={`lane ${row.lane}`}>

@@ -1,8 +1,9 @@
 /**
  * One read of everything the inspector shows about a session.
  *
- * Reads the whole log page by page (memory: the timeline's bars plus the last page of events the
- * list shows), folds it through the projector, classifies the recovery plan, reads the lease and
+ * Reads the whole log page by page and keeps what the page shows, not the log (memory: the
+ * latest timeline bars, the bars still open, and the events of the list), folds it through the
+ * projector, classifies the recovery plan, reads the lease and
  * the durability ledger when the store has them, and derives the next deadline. When the store
  * keeps projection checkpoints, the stored one is audited on the way (the checks of
  * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway. The
@@ -20,7 +21,7 @@ import { isDurableError } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { classifyRecoveryPlan, type ClassifiedPlan } from './safety.js';
-import { buildTimeline, nextDeadline, pendingWaits, type PendingDeadline, type Timeline } from './timeline.js';
+import { MAX_TIMELINE_BARS, nextDeadline, pendingWaits, TimelineBuilder, type PendingDeadline, type Timeline } from './timeline.js';
 
 /** Options of {@link loadInspection}. */
 export interface LoadInspectionOptions {
@@ -31,6 +32,8 @@ export interface LoadInspectionOptions {
   signal?: AbortSignal;
   /** Show the page of the event list starting at this sequence instead of the latest events. */
   listFrom?: number;
+  /** How many of the latest timeline bars to keep (default {@link MAX_TIMELINE_BARS}, what the page draws). */
+  timelineBars?: number;
   /** Called after each page with the number of events read. */
   onProgress?: (read: number, head: number) => void;
 }
@@ -163,8 +166,12 @@ export async function loadInspection(
   const signal = options.signal;
   const projector = new DurableSessionProjector({ sessionId });
   let failure: ProjectionFailure | null = null;
-  const all: DurableEventEnvelope[] = [];
-  let recent: DurableEventEnvelope[] = [];
+  const from = options.listFrom === undefined ? undefined : Math.max(1, options.listFrom);
+  // The event list: the latest `keep` events, or `keep` from `from`, each with the event before
+  // them (the cursor to page backwards).
+  let listed: DurableEventEnvelope[] = [];
+  const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
+  let read = 0;
   let head: number | null = null;
   let last: DurableEventEnvelope | undefined;
   // A store that fails to read its checkpoint still shows the session (an open folds the whole log).
@@ -197,9 +204,16 @@ export async function loadInspection(
         };
       }
     }
-    all.push(...page.events);
+    timeline.addEvents(page.events);
+    if (from === undefined) {
+      listed.push(...page.events);
+      if (listed.length > 2 * (keep + 1)) listed = listed.slice(listed.length - (keep + 1));
+    } else {
+      for (const event of page.events) if (event.sequence >= from - 1 && event.sequence < from + keep) listed.push(event);
+    }
+    read += page.events.length;
     last = page.events[page.events.length - 1] ?? last;
-    options.onProgress?.(all.length, head ?? 0);
+    options.onProgress?.(read, head ?? 0);
     if (!page.hasMore || page.events.length === 0) break;
   }
   const leaseSupported = isExecutionLeaseStore(store);
@@ -211,10 +225,10 @@ export async function loadInspection(
   const records = await readLedger(store, sessionId, signal);
   const projection = failure === null ? projector.snapshot() : null;
   const plan = failure === null ? projector.recoveryPlan() : null;
-  const from = options.listFrom;
-  recent = from === undefined ? all.slice(Math.max(0, all.length - keep)) : all.slice(Math.max(0, from - 1), Math.max(0, from - 1) + keep);
+  const recent = from === undefined ? listed.slice(Math.max(0, listed.length - keep)) : listed.filter((event) => event.sequence >= from);
   const first = recent[0];
-  const before = first === undefined || first.sequence === 1 ? undefined : all[first.sequence - 2];
+  const before = first === undefined ? undefined : listed.find((event) => event.sequence === first.sequence - 1);
+  timeline.addRecords(records ?? []);
   return {
     sessionId,
     headSequence: head,
@@ -236,7 +250,7 @@ export async function loadInspection(
           : auditedCheckpoint(audit, head ?? 0),
     nextDeadline: records === null ? null : nextDeadline(records, nowMs),
     pendingWaits: records === null ? [] : pendingWaits(records),
-    timeline: buildTimeline(all, records ?? []),
+    timeline: timeline.finish(),
     recent,
     olderCursor: before === undefined ? null : encodeDurableEventCursor(durableEventCursor(before)),
     nowMs,

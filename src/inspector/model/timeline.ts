@@ -13,6 +13,9 @@
 import type { DurabilityRecord } from '../../core/durability/ledger-contract.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 
+/** Most bars the inspector page draws (the latest ones), and what an inspection keeps. */
+export const MAX_TIMELINE_BARS = 400;
+
 /** The lanes of the timeline, top to bottom. */
 export type TimelineLane = 'request' | 'turn' | 'model' | 'tool' | 'permission' | 'step' | 'sleep' | 'wait';
 
@@ -35,7 +38,11 @@ export interface TimelineBar {
 
 /** The timeline of one session. */
 export interface Timeline {
+  /** The bars, in the order they started (the latest ones only, when built with a bound). */
   bars: TimelineBar[];
+  /** Every bar of the session, including those not kept in `bars`. */
+  total: number;
+  /** Earliest start and latest end (or start) over every bar, kept or not. */
   startMs: number | null;
   endMs: number | null;
 }
@@ -91,136 +98,171 @@ export function formatDuration(ms: number): string {
 }
 
 /**
- * Pairs the events and ledger records of a session into bars.
+ * Builds a timeline incrementally, page by page, keeping at most `keepBars` bars (the latest by
+ * start; `Infinity` keeps all): an inspection of a long session holds the bars the page draws
+ * and the bars still open, never one per attempt of the whole log. Bars are numbered in the order
+ * they start (events first, then ledger records, as {@link buildTimeline} lists them); `total`
+ * counts every bar, kept or not, and `startMs` / `endMs` span them all.
+ */
+export class TimelineBuilder {
+  /** The kept bars: the latest `keepBars`, oldest first (a ring once full). */
+  readonly #ring: TimelineBar[] = [];
+  #next = 0;
+  #total = 0;
+  readonly #open = new Map<string, TimelineBar>();
+  readonly #waits = new Map<string, TimelineBar>();
+  #startMs: number | null = null;
+  #endMs: number | null = null;
+
+  constructor(private readonly keepBars = Number.POSITIVE_INFINITY) {
+    if (!(keepBars >= 1)) throw new RangeError('keepBars must be at least 1');
+  }
+
+  #add(bar: TimelineBar): void {
+    this.#total += 1;
+    this.#startMs = this.#startMs === null ? bar.startMs : Math.min(this.#startMs, bar.startMs);
+    this.#stretch(bar.endMs ?? bar.startMs);
+    if (this.#ring.length < this.keepBars) {
+      this.#ring.push(bar);
+      return;
+    }
+    this.#ring[this.#next] = bar;
+    this.#next = (this.#next + 1) % this.#ring.length;
+  }
+
+  #stretch(atMs: number): void {
+    this.#endMs = this.#endMs === null ? atMs : Math.max(this.#endMs, atMs);
+  }
+
+  #begin(bar: TimelineBar): void {
+    this.#add(bar);
+    this.#open.set(`${bar.lane}:${bar.id}`, bar);
+  }
+
+  #end(lane: TimelineLane, id: string | undefined, atMs: number, status: string, sequence?: number): void {
+    if (id === undefined) return;
+    const bar = this.#open.get(`${lane}:${id}`);
+    if (bar === undefined) return;
+    bar.endMs = atMs;
+    bar.status = status;
+    if (sequence !== undefined) bar.endSequence = sequence;
+    this.#stretch(atMs);
+    this.#open.delete(`${lane}:${id}`);
+  }
+
+  /** Adds the next events of the log, in order. */
+  addEvents(events: readonly DurableEventEnvelope[]): void {
+    for (const event of events) {
+      const at = Date.parse(event.occurredAt);
+      const seq = event.sequence;
+      switch (event.type) {
+        case 'request_accepted':
+          this.#begin({ lane: 'request', id: event.requestId, label: `request ${event.requestId}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
+          break;
+        case 'turn_started':
+          this.#begin({ lane: 'turn', id: event.turnId, label: `turn ${event.data.turn}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
+          break;
+        case 'model_request_started':
+          this.#begin({ lane: 'model', id: event.modelAttemptId, label: `model ${event.data.model}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
+          break;
+        case 'tool_scheduled':
+          this.#begin({
+            lane: 'tool',
+            id: event.toolAttemptId,
+            label: `${event.data.toolName} (${event.data.sideEffect})`,
+            startMs: at,
+            endMs: null,
+            status: 'open',
+            startSequence: seq,
+          });
+          break;
+        case 'tool_started': {
+          const bar = this.#open.get(`tool:${event.toolAttemptId}`);
+          if (bar !== undefined) bar.markMs = at;
+          break;
+        }
+        case 'permission_requested':
+          this.#begin({
+            lane: 'permission',
+            id: event.data.permissionRequestId,
+            label: `permission ${event.data.toolName}`,
+            startMs: at,
+            endMs: null,
+            status: 'open',
+            startSequence: seq,
+          });
+          break;
+        case 'permission_resolved':
+          this.#end('permission', event.data.permissionRequestId, at, event.data.decision, seq);
+          break;
+        default: {
+          const terminal = TERMINALS[event.type];
+          if (terminal !== undefined) this.#end(terminal.lane, correlationOf(event, terminal.key), at, event.type, seq);
+        }
+      }
+    }
+  }
+
+  /** Adds the session's durability records (after its events), in ledger order. */
+  addRecords(records: readonly DurabilityRecord[]): void {
+    for (const record of records) {
+      const at = Date.parse(record.recordedAt);
+      switch (record.kind) {
+        case 'step':
+          this.#add({ lane: 'step', id: `${record.scope}/${record.key}`, label: `step ${record.key}`, startMs: at, endMs: at, status: 'completed' });
+          break;
+        case 'sleep':
+          this.#add({ lane: 'sleep', id: `${record.scope}/${record.key}`, label: `sleep ${record.key}`, startMs: at, endMs: record.untilMs, status: 'until' });
+          break;
+        case 'wait': {
+          const bar: TimelineBar = { lane: 'wait', id: `${record.scope}/${record.key}`, label: `wait ${record.key}`, startMs: at, endMs: null, status: 'open' };
+          this.#add(bar);
+          this.#waits.set(`${runOfScope(record.scope)}\u0000${record.key}`, bar);
+          break;
+        }
+        case 'wait_timeout': {
+          const bar = this.#waits.get(`${runOfScope(record.scope)}\u0000${record.key}`);
+          if (bar !== undefined && bar.endMs === null) {
+            bar.endMs = at;
+            bar.status = 'timed_out';
+            this.#stretch(at);
+          }
+          break;
+        }
+        case 'delivery': {
+          const bar = this.#waits.get(`${record.runId}\u0000${record.key}`);
+          if (bar !== undefined && bar.endMs === null) {
+            bar.endMs = at;
+            bar.status = 'delivered';
+            this.#stretch(at);
+          }
+          break;
+        }
+        case 'run_event':
+          break;
+      }
+    }
+  }
+
+  /** The timeline so far: the kept bars, oldest first. */
+  finish(): Timeline {
+    const bars = this.#next === 0 ? [...this.#ring] : [...this.#ring.slice(this.#next), ...this.#ring.slice(0, this.#next)];
+    return { bars, total: this.#total, startMs: this.#startMs, endMs: this.#endMs };
+  }
+}
+
+/**
+ * Pairs the events and ledger records of a session into bars (all of them; an inspection uses
+ * {@link TimelineBuilder} with a bound).
  *
  * @example
  * const { bars } = buildTimeline(events, records);
  */
 export function buildTimeline(events: readonly DurableEventEnvelope[], records: readonly DurabilityRecord[] = []): Timeline {
-  const bars: TimelineBar[] = [];
-  const open = new Map<string, TimelineBar>();
-  const begin = (bar: TimelineBar): void => {
-    bars.push(bar);
-    open.set(`${bar.lane}:${bar.id}`, bar);
-  };
-  const end = (lane: TimelineLane, id: string | undefined, atMs: number, status: string, sequence?: number): void => {
-    if (id === undefined) return;
-    const bar = open.get(`${lane}:${id}`);
-    if (bar === undefined) return;
-    bar.endMs = atMs;
-    bar.status = status;
-    if (sequence !== undefined) bar.endSequence = sequence;
-    open.delete(`${lane}:${id}`);
-  };
-  for (const event of events) {
-    const at = Date.parse(event.occurredAt);
-    const seq = event.sequence;
-    switch (event.type) {
-      case 'request_accepted':
-        begin({ lane: 'request', id: event.requestId, label: `request ${event.requestId}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
-        break;
-      case 'turn_started':
-        begin({ lane: 'turn', id: event.turnId, label: `turn ${event.data.turn}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
-        break;
-      case 'model_request_started':
-        begin({ lane: 'model', id: event.modelAttemptId, label: `model ${event.data.model}`, startMs: at, endMs: null, status: 'open', startSequence: seq });
-        break;
-      case 'tool_scheduled':
-        begin({
-          lane: 'tool',
-          id: event.toolAttemptId,
-          label: `${event.data.toolName} (${event.data.sideEffect})`,
-          startMs: at,
-          endMs: null,
-          status: 'open',
-          startSequence: seq,
-        });
-        break;
-      case 'tool_started': {
-        const bar = open.get(`tool:${event.toolAttemptId}`);
-        if (bar !== undefined) bar.markMs = at;
-        break;
-      }
-      case 'permission_requested':
-        begin({
-          lane: 'permission',
-          id: event.data.permissionRequestId,
-          label: `permission ${event.data.toolName}`,
-          startMs: at,
-          endMs: null,
-          status: 'open',
-          startSequence: seq,
-        });
-        break;
-      case 'permission_resolved':
-        end('permission', event.data.permissionRequestId, at, event.data.decision, seq);
-        break;
-      default: {
-        const terminal = TERMINALS[event.type];
-        if (terminal !== undefined) {
-          end(terminal.lane, correlationOf(event, terminal.key), at, event.type, seq);
-        }
-      }
-    }
-  }
-  const waits = new Map<string, TimelineBar>();
-  for (const record of records) {
-    const at = Date.parse(record.recordedAt);
-    switch (record.kind) {
-      case 'step':
-        bars.push({ lane: 'step', id: `${record.scope}/${record.key}`, label: `step ${record.key}`, startMs: at, endMs: at, status: 'completed' });
-        break;
-      case 'sleep':
-        bars.push({
-          lane: 'sleep',
-          id: `${record.scope}/${record.key}`,
-          label: `sleep ${record.key}`,
-          startMs: at,
-          endMs: record.untilMs,
-          status: 'until',
-        });
-        break;
-      case 'wait': {
-        const bar: TimelineBar = {
-          lane: 'wait',
-          id: `${record.scope}/${record.key}`,
-          label: `wait ${record.key}`,
-          startMs: at,
-          endMs: null,
-          status: 'open',
-        };
-        bars.push(bar);
-        waits.set(`${runOfScope(record.scope)}\u0000${record.key}`, bar);
-        break;
-      }
-      case 'wait_timeout': {
-        const bar = waits.get(`${runOfScope(record.scope)}\u0000${record.key}`);
-        if (bar !== undefined && bar.endMs === null) {
-          bar.endMs = at;
-          bar.status = 'timed_out';
-        }
-        break;
-      }
-      case 'delivery': {
-        const bar = waits.get(`${record.runId}\u0000${record.key}`);
-        if (bar !== undefined && bar.endMs === null) {
-          bar.endMs = at;
-          bar.status = 'delivered';
-        }
-        break;
-      }
-      case 'run_event':
-        break;
-    }
-  }
-  let startMs: number | null = null;
-  let endMs: number | null = null;
-  for (const bar of bars) {
-    startMs = startMs === null ? bar.startMs : Math.min(startMs, bar.startMs);
-    const last = bar.endMs ?? bar.startMs;
-    endMs = endMs === null ? last : Math.max(endMs, last);
-  }
-  return { bars, startMs, endMs };
+  const builder = new TimelineBuilder();
+  builder.addEvents(events);
+  builder.addRecords(records);
+  return builder.finish();
 }
 
 /** A ledger deadline still ahead of the session: a sleep's end or a pending wait's timeout. */
