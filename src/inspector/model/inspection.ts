@@ -1,9 +1,9 @@
 /**
  * One read of everything the inspector shows about a session.
  *
- * Reads the whole log page by page and keeps what the page shows, not the log (memory: the
- * latest timeline bars, the bars still open, and the events of the list), folds it through the
- * projector, classifies the recovery plan, reads the lease and
+ * Reads the whole log page by page and keeps what the page shows, not the log (the latest
+ * timeline bars, the bars still open, and the events of the list; the fold's own state, every ID
+ * the session used, still grows with it), folds it through the projector, classifies the recovery plan, reads the lease and
  * the durability ledger when the store has them, and derives the next deadline. When the store
  * keeps projection checkpoints, the stored one is audited on the way (the checks of
  * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway. The
