@@ -43,14 +43,15 @@ describe('checkpoint slices', () => {
     expect(await readCheckpointSlices(slicer(() => null, 10))).toBeNull();
   });
 
-  it('copies the slice, and refuses an offset outside the record or a bad length', () => {
+  it('copies the slice, answers an offset past the end with an empty one, and refuses bad input', () => {
     const record = recordOf(100);
     const slice = sliceCheckpointRecord(record, 90, 50);
     expect(slice).toMatchObject({ totalBytes: 100, offset: 90 });
     expect(slice.data.length).toBe(10);
     expect(slice.data.buffer).not.toBe(record.data.buffer);
     expect(sliceCheckpointRecord(record, 100, 5).data.length).toBe(0);
-    for (const [offset, length] of [[-1, 5], [101, 5], [1.5, 5], [0, 0]] as const) {
+    expect(sliceCheckpointRecord(record, 500, 5)).toMatchObject({ totalBytes: 100, offset: 500, data: new Uint8Array(0) });
+    for (const [offset, length] of [[-1, 5], [1.5, 5], [0, 0]] as const) {
       expect(() => sliceCheckpointRecord(record, offset, length)).toThrow(expect.objectContaining({ code: 'DURABLE_EVENT_INVALID_INPUT' }));
     }
   });
@@ -63,6 +64,12 @@ describe('checkpoint slices', () => {
     const once = await readCheckpointSlices(slicer(() => (reads++ === 0 ? older : newer), 4_000));
     expect(once?.sequence).toBe(9);
     expect(once?.data).toEqual(newer.data);
+    // Compacted to a shorter record between two slices: the offset is past its end.
+    const shorter = recordOf(5_000, 8, 3);
+    let calls = 0;
+    const shrunk = await readCheckpointSlices(slicer(() => (calls++ < 2 ? newer : shorter), 4_000));
+    expect(shrunk?.sequence).toBe(8);
+    expect(shrunk?.data).toEqual(shorter.data);
     // A writer that replaces it before every second slice.
     let flip = 0;
     const restless = slicer(() => (flip++ % 2 === 0 ? older : newer), 4_000);

@@ -203,11 +203,12 @@ export const CHECKPOINT_SLICE_BYTES = 16 * 1024 * 1024;
 
 /**
  * The slice of `record` at `offset` (at most `length` bytes, a copy), or why the request is bad.
- * An offset at the end of the record gives an empty slice.
+ * An offset at or past the end of the record gives an empty slice that still tells the record's
+ * size: a reader whose record was replaced by a shorter one sees the change and starts over.
  */
 export function sliceCheckpointRecord(record: DurableCheckpointRecord, offset: number, length: number): DurableCheckpointSlice {
-  if (!Number.isSafeInteger(offset) || offset < 0 || offset > record.data.length) {
-    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `checkpoint slice offset must be an integer from 0 to ${record.data.length}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint slice offset must be a non-negative integer');
   }
   if (!Number.isSafeInteger(length) || length < 1) {
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint slice length must be a positive integer');
