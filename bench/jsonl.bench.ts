@@ -46,8 +46,13 @@ const WARM_UP_FLOOR_APPENDS = 500;
 /** Comparisons alternate many short slices of baseline work and store work. */
 const SLICES = 40;
 const APPENDS_PER_SLICE = 15;
-/** Append comparisons use finer slices: a few appends each, many times. */
-const FINE_SLICES = 150;
+/**
+ * Append comparisons use finer slices: a few appends each, many times. 1,500 slices are 6,000
+ * appends per side (about 7 s for the three sides): with 150 (600 appends, 0.2 s per side) the
+ * single-append ratio moved between 0.73x and 0.88x from run to run on an idle machine, mostly
+ * downwards, while 1,500 gave 0.88x-0.91x in the same hour. JSONL_BENCH_FINE_SLICES overrides it.
+ */
+const FINE_SLICES = Number(process.env['JSONL_BENCH_FINE_SLICES'] ?? 1500);
 const APPENDS_PER_FINE_SLICE = 4;
 const BIG_LOG_EVENTS = 100_000;
 const CONCURRENT_APPENDERS = 16;
