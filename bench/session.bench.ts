@@ -154,11 +154,18 @@ interface Backend {
   slices: number;
 }
 
+/**
+ * SESSION_BENCH_SCALE multiplies every backend's slices; SESSION_BENCH_ONLY=memory,jsonl,sqlite
+ * picks backends. The file stores time 120 requests per side (about 1 s): with 30 (JSONL) and 60
+ * (SQLite), as until 2026-12-03, one slow flush moved a run's ratio by a tenth.
+ */
+const SCALE = Number(process.env['SESSION_BENCH_SCALE'] ?? 1);
+const ONLY = process.env['SESSION_BENCH_ONLY']?.split(',');
 const backends: Backend[] = [
-  { name: 'memory', open: () => new MemoryDurableEventStore(), requestsPerSlice: 20, slices: 30 },
-  { name: 'jsonl', open: () => new JsonlDurableEventStore(path.join(root, `jsonl-${counter++}`)), requestsPerSlice: 2, slices: 15 },
-  { name: 'sqlite', open: () => new SqliteDurableEventStore(path.join(root, `sqlite-${counter++}.db`)), requestsPerSlice: 3, slices: 20 },
-];
+  { name: 'memory', open: () => new MemoryDurableEventStore(), requestsPerSlice: 20, slices: 30 * SCALE },
+  { name: 'jsonl', open: () => new JsonlDurableEventStore(path.join(root, `jsonl-${counter++}`)), requestsPerSlice: 2, slices: 60 * SCALE },
+  { name: 'sqlite', open: () => new SqliteDurableEventStore(path.join(root, `sqlite-${counter++}.db`)), requestsPerSlice: 3, slices: 40 * SCALE },
+].filter((backend) => ONLY === undefined || ONLY.includes(backend.name));
 
 async function benchTurn(backend: Backend): Promise<void> {
   const store = backend.open();
