@@ -31,7 +31,7 @@ import { isDurableError } from '../protocol/errors.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
 import { ACTION_SCOPES, parseInspectorAction, runInspectorAction, type InspectorHost, type InspectorScope } from './backend.js';
 import { INSPECTOR_CSS, INSPECTOR_SCRIPT } from './assets.js';
-import { loadInspection } from './model/inspection.js';
+import { DEFAULT_PAGE_FULL_FOLD_LIMIT, loadInspection } from './model/inspection.js';
 import { ASSET_PREFIX, EventRow, EVENTS_PER_PAGE, InspectorPage, LoginPage } from './page.js';
 
 /** Name of the cookie that carries the viewer's token. */
@@ -185,8 +185,10 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
     const fromText = c.req.query('from');
     const from = fromText !== undefined && /^\d+$/.test(fromText) ? Math.max(1, Number(fromText)) : undefined;
     try {
+      const whole = c.req.query('full') === '1';
       const inspection = await loadInspection(host.store(c.env, sessionId), sessionId, {
         recentEvents: EVENTS_PER_PAGE,
+        fullFoldLimit: whole ? Number.POSITIVE_INFINITY : (host.fullFoldLimit ?? DEFAULT_PAGE_FULL_FOLD_LIMIT),
         ...(from === undefined ? {} : { listFrom: from }),
       });
       return html(c, await (<InspectorPage inspection={inspection} scopes={scopes} basePath={base} {...(from === undefined ? {} : { listFrom: from })} />));

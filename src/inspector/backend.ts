@@ -47,6 +47,12 @@ export interface InspectorHost<E> {
   secureCookie?: boolean;
   /** Longest life of one live-tail response before the browser reconnects (default 5 min). */
   tailLifetimeMs?: number;
+  /**
+   * A session longer than this many events opens from its projection checkpoint, not by folding
+   * the whole log (default `DEFAULT_PAGE_FULL_FOLD_LIMIT`, 50,000; `Infinity`: always fold). The
+   * page's `?full=1` folds the whole log anyway (and audits the checkpoint).
+   */
+  fullFoldLimit?: number;
 }
 
 /** An action request, as the page's script posts it. */

@@ -155,6 +155,11 @@ const TimelineView: FC<{ inspection: Inspection }> = ({ inspection }) => {
   return (
     <div class="timeline-wrap">
       {inspection.timeline.total > bars.length ? <p class="note">showing the latest {bars.length} of {inspection.timeline.total} bars</p> : null}
+      {inspection.timelineFrom > 1 ? (
+        <p class="note" id="timeline-from">
+          bars begun from sequence {inspection.timelineFrom} on (this view opened from the projection checkpoint)
+        </p>
+      ) : null}
       <svg id="timeline" viewBox={`0 0 ${width} ${height}`} width="100%" height={height} role="img" aria-label="timeline">
         {rows.map((row, index) => (
           <g class={`lane ${row.lane}`}>
@@ -264,6 +269,14 @@ export const InspectorPage: FC<InspectorPageProps> = ({ inspection, scopes, base
             <dt>checkpoint</dt>
             <dd id="checkpoint" data-status={inspection.checkpoint?.status ?? 'none'}>
               {describeCheckpoint(inspection)}
+              {inspection.openedFrom === 'checkpoint' ? (
+                <>
+                  {' '}
+                  <a id="whole-log" href={`${basePath}?full=1`}>
+                    fold the whole log and audit it
+                  </a>
+                </>
+              ) : null}
             </dd>
           </dl>
           <form method="post" action={`${basePath}/logout`} class="logout">

@@ -6,11 +6,16 @@
  * `checkpoint --rebuild` and `verify` (its checkpoint audit) over HTTP, `inspect` over HTTP, the page's
  * checkpoint line (audited by its fold), the sign-in cookie (HttpOnly, SameSite=Strict, scoped to the page), scopes (a read-only
  * session token sees the page but cannot act; another session's token cannot sign in), the CSP,
- * the live tail over SSE, and an action answered by the session object.
+ * the live tail over SSE, an action answered by the session object, and a session of more than
+ * 50,000 events opened from its checkpoint (the whole log on `?full=1`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
 import { runCli, seed, tempDir } from '../cli/helpers.js';
+import { appendCycles } from '../checkpoint/lifecycle-log.js';
+import { HttpDurableEventStore } from '../../src/client.js';
+import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import { SessionId } from '../../src/protocol/ids.js';
 
 const SESSION = 'edge-inspect';
 
@@ -147,4 +152,33 @@ describe('Worker inspect route', () => {
     const plan = await runCli(['plan', worker.url.href, SESSION, '--json'], { AGENT_LEDGER_TOKEN: worker.adminToken });
     expect(JSON.parse(plan.stdout)).toMatchObject({ action: 'resume_turn' });
   }, 60_000);
+  it('opens a session of more than 50,000 events from its checkpoint, and folds the whole log on ?full=1', async () => {
+    const long = SessionId('edge-inspect-long');
+    const client = new HttpDurableEventStore({ baseUrl: worker.url, token: worker.adminToken });
+    await appendCycles(client, long, 0, 10_000);
+    const journal = await DurableSessionJournal.open(client, long);
+    expect(await journal.writeCheckpoint()).toBe(true);
+    const head = await appendCycles(client, long, 10_000, 20);
+    expect(head).toBe(50_101);
+    const login = await fetch(worker.href(`/v1/sessions/${long}/inspect/login`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: worker.adminToken }),
+      redirect: 'manual',
+    });
+    await login.body?.cancel();
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const page = await fetch(worker.href(`/v1/sessions/${long}/inspect`), { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toMatch(/<dd id="checkpoint" data-status="used">at sequence 50001, 100 event\(s\) behind the head, \d+ bytes: this view opened from it and folded the 100 event\(s\) after it; not audited/);
+    expect(html).toContain(`href="/v1/sessions/${long}/inspect?full=1"`);
+    expect(html).toContain('bars begun from sequence 46102 on');
+    expect(html).toContain('cycle-request-10019');
+    const whole = await fetch(worker.href(`/v1/sessions/${long}/inspect?full=1`), { headers: { cookie } });
+    expect(whole.status).toBe(200);
+    const wholeHtml = await whole.text();
+    expect(wholeHtml).toMatch(/<dd id="checkpoint" data-status="matches">at sequence 50001, 100 event\(s\) behind the head/);
+    expect(wholeHtml).not.toContain('id="timeline-from"');
+  }, 240_000);
 });

@@ -93,10 +93,13 @@ export function inspectRoutes(): RouteDefinition[] {
       operationId: 'inspectPage',
       summary: 'The session inspector page (HTML)',
       description:
-        'Server-rendered page: status, head, lease, next alarm, recovery plan with safety classes, timeline, events with payloads, live tail and actions. Without the sign-in cookie it answers 401 with the sign-in form. `?from=N` shows the event list from sequence N.',
+        'Server-rendered page: status, head, lease, next alarm, recovery plan with safety classes, timeline, events with payloads, live tail and actions. Without the sign-in cookie it answers 401 with the sign-in form. `?from=N` shows the event list from sequence N. A session of more than 50,000 events opens from its projection checkpoint (the events after it and the latest 4,000 are read); `?full=1` folds the whole log and audits the checkpoint.',
       tags: ['inspector'],
       access: sessionAccess,
-      query: z.object({ from: z.string().regex(/^\d+$/).optional().describe('first sequence of the event list page') }),
+      query: z.object({
+        from: z.string().regex(/^\d+$/).optional().describe('first sequence of the event list page'),
+        full: z.string().optional().describe('`1`: fold the whole log (and audit the checkpoint) however long the session; other values are ignored'),
+      }),
       extraResponses: [
         { status: HttpStatus.OK, description: 'The page.', contentType: 'text/html' },
       ],

@@ -6,11 +6,21 @@
  * the session used, still grows with it), folds it through the projector, classifies the recovery plan, reads the lease and
  * the durability ledger when the store has them, and derives the next deadline. When the store
  * keeps projection checkpoints, the stored one is audited on the way (the checks of
- * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway. The
- * result is plain JSON-like data: `agent-ledger inspect --json` prints it, the page renders it.
+ * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway.
+ *
+ * A whole-log fold costs time and memory in proportion to the session (every ID it ever used), too
+ * much for a Worker at a million events. With `fullFoldLimit`, a session longer than that which
+ * has a usable checkpoint is opened from it instead, as a journal opens: the projection and plan
+ * come from the checkpoint plus the events after it, the timeline and the list from the latest
+ * `tailEvents`; the checkpoint is then `used`, not audited. The page hosts set the limit
+ * ({@link DEFAULT_PAGE_FULL_FOLD_LIMIT}); the CLI's `inspect` folds the whole log.
+ *
+ * The result is plain JSON-like data: `agent-ledger inspect --json` prints it, the page renders it.
  */
 import { CheckpointAudit } from '../../core/checkpoint/audit.js';
 import { isCheckpointStore } from '../../core/checkpoint/contract.js';
+import { isCheckpointInconclusive } from '../../core/checkpoint/key-filter.js';
+import { loadCheckpoint } from '../../core/checkpoint/load.js';
 import type { DurabilityRecord } from '../../core/durability/ledger-contract.js';
 import { isDurabilityLedgerStore } from '../../core/durability/ledger-contract.js';
 import { DurableSessionProjector } from '../../core/projector/projector.js';
@@ -19,7 +29,7 @@ import { isExecutionLeaseStore, type DurableEventStore, type DurableExecutionLea
 import { durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
 import { isDurableError } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
-import type { SessionId } from '../../protocol/ids.js';
+import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { classifyRecoveryPlan, type ClassifiedPlan } from './safety.js';
 import { MAX_TIMELINE_BARS, nextDeadline, pendingWaits, TimelineBuilder, type PendingDeadline, type Timeline } from './timeline.js';
 
@@ -36,7 +46,20 @@ export interface LoadInspectionOptions {
   timelineBars?: number;
   /** Called after each page with the number of events read. */
   onProgress?: (read: number, head: number) => void;
+  /**
+   * Fold the whole log only while the session holds at most this many events (default: always).
+   * A longer session with a usable projection checkpoint is opened from it instead (see the module
+   * comment); without one, or when the checkpoint cannot answer, the whole log is folded anyway.
+   */
+  fullFoldLimit?: number;
+  /** Opened from a checkpoint: how many of the latest events the timeline and list read (default {@link DEFAULT_TAIL_EVENTS}). */
+  tailEvents?: number;
 }
+
+/** Sessions longer than this open from their checkpoint on the inspector page (`?full=1` folds the whole log). */
+export const DEFAULT_PAGE_FULL_FOLD_LIMIT = 50_000;
+/** Latest events an inspection opened from a checkpoint reads for its timeline and list. */
+export const DEFAULT_TAIL_EVENTS = 4000;
 
 /** The projector's verdict when the log breaks an invariant. */
 export interface ProjectionFailure {
@@ -58,9 +81,11 @@ export interface InspectionCheckpoint {
    * `matches`: every check of the audit passed; `discarded`: an open does not use it (it rebuilds,
    * nothing is wrong); `wrong`: an open uses it and gets a projection that differs from the log's
    * (`agent-ledger checkpoint <store> <session> --rebuild` replaces it); `unchecked`: the log
-   * breaks the projector before the checkpoint's sequence (an open fails the same way).
+   * breaks the projector before the checkpoint's sequence (an open fails the same way); `used`: the
+   * inspection opened from it (`fullFoldLimit`) and folded only the events after it, so it was
+   * not audited (`agent-ledger verify` audits it, or the page's whole-log view).
    */
-  status: 'matches' | 'discarded' | 'wrong' | 'unchecked';
+  status: 'matches' | 'discarded' | 'wrong' | 'unchecked' | 'used';
   /** Why `wrong`, one line each. */
   defects: string[];
   /** Why `discarded` or `unchecked`, and harmless findings. */
@@ -86,6 +111,10 @@ export interface Inspection {
   checkpointSupported: boolean;
   /** The stored checkpoint, `null` when none is stored (or the store keeps none). */
   checkpoint: InspectionCheckpoint | null;
+  /** `log`: the whole log was folded; `checkpoint`: opened from the stored checkpoint (`fullFoldLimit`). */
+  openedFrom: 'log' | 'checkpoint';
+  /** First sequence the timeline read (1 after a whole-log fold; bars begun before it are not shown). */
+  timelineFrom: number;
   nextDeadline: PendingDeadline | null;
   pendingWaits: ReturnType<typeof pendingWaits>;
   timeline: Timeline;
@@ -151,8 +180,67 @@ export function describeCheckpoint(inspection: Pick<Inspection, 'checkpointSuppo
         ? `an open discards it and rebuilds (${checkpoint.notes[0] ?? 'not usable'})`
         : checkpoint.status === 'wrong'
           ? `WRONG: ${checkpoint.defects[0] ?? 'it differs from the log'}; \`agent-ledger checkpoint <store> <session> --rebuild\` replaces it`
-          : 'not checked (the log breaks the projector before it)';
+          : checkpoint.status === 'used'
+            ? `this view opened from it and folded the ${Math.max(0, checkpoint.behind)} event(s) after it; not audited (\`agent-ledger verify\` audits it)`
+            : 'not checked (the log breaks the projector before it)';
   return `${where}, ${checkpoint.bytes} bytes: ${verdict}`;
+}
+
+/** The projector's verdict on `error`, as the inspection reports it. */
+function failureOf(error: unknown): ProjectionFailure {
+  const details = isDurableError(error) ? (error.details as { rule?: string; sequence?: number | null } | undefined) : undefined;
+  return {
+    code: isDurableError(error) ? error.code : 'UNKNOWN',
+    message: error instanceof Error ? error.message : String(error),
+    ...(details?.rule === undefined ? {} : { rule: details.rule }),
+    ...(details?.sequence === undefined ? {} : { sequence: details.sequence }),
+  };
+}
+
+/**
+ * The event list of an inspection: the latest `keep` events, or `keep` from `from`, each with the
+ * event before them (the cursor to page backwards). Fed page by page; holds at most about
+ * `2 * (keep + 1)` events.
+ */
+class EventList {
+  #listed: DurableEventEnvelope[] = [];
+
+  constructor(
+    private readonly keep: number,
+    private readonly from: number | undefined,
+  ) {}
+
+  add(events: readonly DurableEventEnvelope[]): void {
+    const { keep, from } = this;
+    if (from === undefined) {
+      this.#listed.push(...events);
+      if (this.#listed.length > 2 * (keep + 1)) this.#listed = this.#listed.slice(this.#listed.length - (keep + 1));
+    } else {
+      for (const event of events) if (event.sequence >= from - 1 && event.sequence < from + keep) this.#listed.push(event);
+    }
+  }
+
+  /** The listed events and the one before the first of them. */
+  finish(): { recent: DurableEventEnvelope[]; before: DurableEventEnvelope | undefined } {
+    const { keep, from } = this;
+    const listed = this.#listed;
+    const recent = from === undefined ? listed.slice(Math.max(0, listed.length - keep)) : listed.filter((event) => event.sequence >= from);
+    const first = recent[0];
+    return { recent, before: first === undefined ? undefined : listed.find((event) => event.sequence === first.sequence - 1) };
+  }
+}
+
+/** What a fold produced, before the lease, the ledger and the deadlines are read. */
+interface Folded {
+  head: number | null;
+  last: DurableEventEnvelope | undefined;
+  projector: DurableSessionProjector;
+  failure: ProjectionFailure | null;
+  list: EventList;
+  timeline: TimelineBuilder;
+  checkpoint: InspectionCheckpoint | null;
+  openedFrom: Inspection['openedFrom'];
+  timelineFrom: number;
 }
 
 /** Loads an {@link Inspection} of `sessionId` from `store`. */
@@ -162,14 +250,53 @@ export async function loadInspection(
   options: LoadInspectionOptions = {},
 ): Promise<Inspection> {
   const nowMs = options.nowMs ?? Date.now();
-  const keep = Math.max(1, options.recentEvents ?? 100);
+  const signal = options.signal;
+  const folded = (await foldFromCheckpoint(store, sessionId, options)) ?? (await foldWholeLog(store, sessionId, options));
+  const { head, last, projector, failure, list, timeline } = folded;
+  const leaseSupported = isExecutionLeaseStore(store);
+  let lease: Inspection['lease'] = null;
+  if (leaseSupported) {
+    const record = await store.inspectExecutionLease(sessionId, signal === undefined ? {} : { signal });
+    if (record !== null) lease = { ...record, active: !record.released && record.expiresAtMs > nowMs };
+  }
+  const records = await readLedger(store, sessionId, signal);
+  const projection = failure === null ? projector.snapshot() : null;
+  const plan = failure === null ? projector.recoveryPlan() : null;
+  const { recent, before } = list.finish();
+  timeline.addRecords(records ?? []);
+  return {
+    sessionId,
+    headSequence: head,
+    headCursor: last === undefined ? null : encodeDurableEventCursor(durableEventCursor(last)),
+    projection,
+    plan,
+    classified: plan === null ? null : classifyRecoveryPlan(plan),
+    projectionFailure: failure,
+    lease,
+    leaseSupported,
+    ledgerSupported: records !== null,
+    ledgerRecords: records?.length ?? 0,
+    checkpointSupported: isCheckpointStore(store),
+    checkpoint: folded.checkpoint,
+    openedFrom: folded.openedFrom,
+    timelineFrom: folded.timelineFrom,
+    nextDeadline: records === null ? null : nextDeadline(records, nowMs),
+    pendingWaits: records === null ? [] : pendingWaits(records),
+    timeline: timeline.finish(),
+    recent,
+    olderCursor: before === undefined ? null : encodeDurableEventCursor(durableEventCursor(before)),
+    nowMs,
+  };
+}
+
+const listFromOf = (options: LoadInspectionOptions): number | undefined => (options.listFrom === undefined ? undefined : Math.max(1, options.listFrom));
+
+/** Folds every event of the log from the first, auditing the stored checkpoint on the way. */
+async function foldWholeLog(store: DurableEventStore, sessionId: SessionId, options: LoadInspectionOptions): Promise<Folded> {
   const signal = options.signal;
   const projector = new DurableSessionProjector({ sessionId });
   let failure: ProjectionFailure | null = null;
-  const from = options.listFrom === undefined ? undefined : Math.max(1, options.listFrom);
-  // The event list: the latest `keep` events, or `keep` from `from`, each with the event before
-  // them (the cursor to page backwards).
-  let listed: DurableEventEnvelope[] = [];
+  const list = new EventList(Math.max(1, options.recentEvents ?? 100), listFromOf(options));
   const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
   let read = 0;
   let head: number | null = null;
@@ -195,64 +322,112 @@ export async function loadInspection(
         if (audit === null) projector.apply(page.events);
         else audit.fold(page.events, projector);
       } catch (error) {
-        const details = isDurableError(error) ? (error.details as { rule?: string; sequence?: number | null } | undefined) : undefined;
-        failure = {
-          code: isDurableError(error) ? error.code : 'UNKNOWN',
-          message: error instanceof Error ? error.message : String(error),
-          ...(details?.rule === undefined ? {} : { rule: details.rule }),
-          ...(details?.sequence === undefined ? {} : { sequence: details.sequence }),
-        };
+        failure = failureOf(error);
       }
     }
     timeline.addEvents(page.events);
-    if (from === undefined) {
-      listed.push(...page.events);
-      if (listed.length > 2 * (keep + 1)) listed = listed.slice(listed.length - (keep + 1));
-    } else {
-      for (const event of page.events) if (event.sequence >= from - 1 && event.sequence < from + keep) listed.push(event);
-    }
+    list.add(page.events);
     read += page.events.length;
     last = page.events[page.events.length - 1] ?? last;
     options.onProgress?.(read, head ?? 0);
     if (!page.hasMore || page.events.length === 0) break;
   }
-  const leaseSupported = isExecutionLeaseStore(store);
-  let lease: Inspection['lease'] = null;
-  if (leaseSupported) {
-    const record = await store.inspectExecutionLease(sessionId, signal === undefined ? {} : { signal });
-    if (record !== null) lease = { ...record, active: !record.released && record.expiresAtMs > nowMs };
-  }
-  const records = await readLedger(store, sessionId, signal);
-  const projection = failure === null ? projector.snapshot() : null;
-  const plan = failure === null ? projector.recoveryPlan() : null;
-  const recent = from === undefined ? listed.slice(Math.max(0, listed.length - keep)) : listed.filter((event) => event.sequence >= from);
-  const first = recent[0];
-  const before = first === undefined ? undefined : listed.find((event) => event.sequence === first.sequence - 1);
-  timeline.addRecords(records ?? []);
   return {
-    sessionId,
-    headSequence: head,
-    headCursor: last === undefined ? null : encodeDurableEventCursor(durableEventCursor(last)),
-    projection,
-    plan,
-    classified: plan === null ? null : classifyRecoveryPlan(plan),
-    projectionFailure: failure,
-    lease,
-    leaseSupported,
-    ledgerSupported: records !== null,
-    ledgerRecords: records?.length ?? 0,
-    checkpointSupported: isCheckpointStore(store),
+    head,
+    last,
+    projector,
+    failure,
+    list,
+    timeline,
     checkpoint:
       unreadable !== undefined
         ? { sequence: 0, bytes: 0, behind: head ?? 0, status: 'discarded', defects: [], notes: [`reading it failed (${unreadable}); an open folds the whole log`] }
         : audit === null
           ? null
           : auditedCheckpoint(audit, head ?? 0),
-    nextDeadline: records === null ? null : nextDeadline(records, nowMs),
-    pendingWaits: records === null ? [] : pendingWaits(records),
-    timeline: timeline.finish(),
-    recent,
-    olderCursor: before === undefined ? null : encodeDurableEventCursor(durableEventCursor(before)),
-    nowMs,
+    openedFrom: 'log',
+    timelineFrom: 1,
+  };
+}
+
+/**
+ * Opens from the stored checkpoint when the session is longer than `fullFoldLimit`: the events
+ * after the checkpoint are folded onto it, and the latest `tailEvents` (or the listed page) feed
+ * the timeline and the list. `null` (fold the whole log) when the session is short enough, no
+ * checkpoint is usable, or the checkpoint's ID filter cannot answer for an event after it.
+ */
+async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId, options: LoadInspectionOptions): Promise<Folded | null> {
+  const limit = options.fullFoldLimit ?? Number.POSITIVE_INFINITY;
+  if (!(limit < Number.POSITIVE_INFINITY) || !isCheckpointStore(store)) return null;
+  const signal = options.signal;
+  const withSignal = signal === undefined ? {} : { signal };
+  const probe = await store.read(sessionId, { limit: 1, ...withSignal });
+  const startHead = probe.headSequence ?? 0;
+  if (startHead <= limit) return null;
+  const { loaded } = await loadCheckpoint(
+    store,
+    sessionId,
+    (after, pageLimit) => store.read(sessionId, { ...(after === undefined ? {} : { after }), limit: pageLimit, ...withSignal }),
+    signal,
+  );
+  if (loaded === null) return null;
+  const at = loaded.decoded.sequence;
+  const projector = loaded.projector;
+  const keep = Math.max(1, options.recentEvents ?? 100);
+  const from = listFromOf(options);
+  const tail = Math.max(keep + 1, options.tailEvents ?? DEFAULT_TAIL_EVENTS);
+  const readFrom = Math.min(Math.max(1, startHead - tail + 1), at + 1);
+  const list = new EventList(keep, from);
+  if (from !== undefined && from - 1 < readFrom) {
+    // The listed page lies before the events read for the fold and the timeline: read it alone.
+    if (from - 2 < startHead) {
+      const page = await store.read(sessionId, { ...(from >= 2 ? { after: (from - 2) as EventSequence } : {}), limit: keep + 1, ...withSignal });
+      list.add(page.events);
+    }
+  }
+  const ownList = from === undefined || from - 1 >= readFrom;
+  const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
+  let failure: ProjectionFailure | null = null;
+  let read = 0;
+  let head: number | null = startHead;
+  let last: DurableEventEnvelope | undefined;
+  for (;;) {
+    const after = last === undefined ? (readFrom > 1 ? readFrom - 1 : undefined) : last.sequence;
+    const page = await store.read(sessionId, { ...(after === undefined ? {} : { after: after as EventSequence }), limit: 1000, ...withSignal });
+    head = page.headSequence;
+    const unfolded = page.events.length > 0 && (page.events[0] as DurableEventEnvelope).sequence <= at ? page.events.filter((event) => event.sequence > at) : page.events;
+    if (failure === null && unfolded.length > 0) {
+      try {
+        projector.apply(unfolded);
+      } catch (error) {
+        // The checkpoint's ID filter cannot tell: only a fold of the whole log can.
+        if (isCheckpointInconclusive(error)) return null;
+        failure = failureOf(error);
+      }
+    }
+    timeline.addEvents(page.events);
+    if (ownList) list.add(page.events);
+    read += page.events.length;
+    last = page.events[page.events.length - 1] ?? last;
+    options.onProgress?.(read, head ?? 0);
+    if (!page.hasMore || page.events.length === 0) break;
+  }
+  return {
+    head,
+    last,
+    projector,
+    failure,
+    list,
+    timeline,
+    checkpoint: {
+      sequence: at,
+      bytes: loaded.data.byteLength,
+      behind: (head ?? 0) - at,
+      status: 'used',
+      defects: [],
+      notes: [`the session holds more than ${limit} events: this view opened from the checkpoint instead of folding the whole log, so it was not audited`],
+    },
+    openedFrom: 'checkpoint',
+    timelineFrom: readFrom,
   };
 }

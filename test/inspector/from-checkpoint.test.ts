@@ -1,0 +1,145 @@
+/**
+ * An inspection of a long session opened from its projection checkpoint (`fullFoldLimit`), on real
+ * memory stores: the projection, plan, event list, cursors and timeline are exactly what a fold of
+ * the whole log gives; the checkpoint is reported `used` (not audited); a session at or under the
+ * limit, or one without a usable checkpoint, still folds the whole log; a log the projector
+ * refuses after the checkpoint fails the same way both ways; an event after the checkpoint that
+ * its ID filter cannot judge falls back to the whole-log fold.
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
+import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import { ALL_INSPECTOR_SCOPES } from '../../src/inspector/backend.js';
+import { describeCheckpoint, loadInspection, type Inspection } from '../../src/inspector/model/inspection.js';
+import { buildTimeline, MAX_TIMELINE_BARS } from '../../src/inspector/model/timeline.js';
+import { InspectorPage } from '../../src/inspector/page.js';
+import type { DurableEventEnvelope } from '../../src/protocol/events.js';
+import { RequestId, SessionId, TurnId } from '../../src/protocol/ids.js';
+import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
+
+const sessionId = SessionId('long-checkpointed');
+
+async function everyEvent(store: MemoryDurableEventStore): Promise<DurableEventEnvelope[]> {
+  const events: DurableEventEnvelope[] = [];
+  for (;;) {
+    const last = events[events.length - 1];
+    const page = await store.read(sessionId, { ...(last === undefined ? {} : { after: last.sequence }), limit: 1000 });
+    events.push(...page.events);
+    if (!page.hasMore) return events;
+  }
+}
+
+/** 15,001 events, a checkpoint at 15,001 written by a journal, then 100 more cycles and an open request. */
+async function longSession(): Promise<MemoryDurableEventStore> {
+  const store = new MemoryDurableEventStore();
+  await appendCycles(store, sessionId, 0, 3000);
+  const journal = await DurableSessionJournal.open(store, sessionId);
+  expect(await journal.writeCheckpoint()).toBe(true);
+  expect((await store.readCheckpoint(sessionId))?.sequence).toBe(15_001);
+  await appendCycles(store, sessionId, 3000, 100);
+  await store.append(sessionId, cycleDrafts(3100).slice(0, 3));
+  return store;
+}
+
+const comparable = (inspection: Inspection) => ({
+  headSequence: inspection.headSequence,
+  headCursor: inspection.headCursor,
+  projection: inspection.projection,
+  plan: inspection.plan,
+  classified: inspection.classified,
+  projectionFailure: inspection.projectionFailure,
+  recent: inspection.recent,
+  olderCursor: inspection.olderCursor,
+});
+
+describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
+  it('gives what a whole-log fold gives, reading only the tail', async () => {
+    const store = await longSession();
+    const events = await everyEvent(store);
+    expect(events).toHaveLength(15_504);
+    const whole = await loadInspection(store, sessionId, { nowMs: 0 });
+    expect(whole.openedFrom).toBe('log');
+    expect(whole.timelineFrom).toBe(1);
+    expect(whole.checkpoint).toMatchObject({ sequence: 15_001, status: 'matches' });
+    expect(whole.plan?.action).toBe('resume_turn');
+
+    let read = 0;
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000, tailEvents: 2000, onProgress: (count) => (read = count) });
+    expect(fast.openedFrom).toBe('checkpoint');
+    expect(read).toBe(2000);
+    expect(fast.timelineFrom).toBe(15_504 - 2000 + 1);
+    expect(comparable(fast)).toEqual(comparable(whole));
+    expect(fast.checkpoint).toMatchObject({ sequence: 15_001, behind: 503, status: 'used', defects: [] });
+    expect(fast.checkpoint?.bytes).toBe(whole.checkpoint?.bytes);
+    expect(describeCheckpoint(fast)).toMatch(/^at sequence 15001, 503 event\(s\) behind the head, \d+ bytes: this view opened from it and folded the 503 event\(s\) after it; not audited/);
+    // 2,000 events are 800 bars: the latest 400 are the same as the whole log's.
+    expect(fast.timeline.bars).toHaveLength(MAX_TIMELINE_BARS);
+    expect(fast.timeline.bars).toEqual(whole.timeline.bars);
+    expect(fast.timeline.total).toBe(buildTimeline(events.slice(fast.timelineFrom - 1)).bars.length);
+
+    // A checkpoint older than the tail: the fold reads from just after it.
+    const behind = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000, tailEvents: 200 });
+    expect(behind.timelineFrom).toBe(15_002);
+    expect(comparable(behind)).toEqual(comparable(whole));
+
+    // Pages of the event list before the tail are read on their own.
+    for (const listFrom of [1, 5000, 15_400, 15_504, 20_000]) {
+      const wholePage = await loadInspection(store, sessionId, { nowMs: 0, listFrom });
+      const fastPage = await loadInspection(store, sessionId, { nowMs: 0, listFrom, fullFoldLimit: 10_000, tailEvents: 200 });
+      expect(fastPage.openedFrom).toBe('checkpoint');
+      expect(comparable(fastPage)).toEqual(comparable(wholePage));
+    }
+
+    const html = String(await InspectorPage({ inspection: fast, scopes: ALL_INSPECTOR_SCOPES, basePath: '/v1/sessions/long-checkpointed/inspect' }));
+    expect(html).toContain('<dd id="checkpoint" data-status="used">');
+    expect(html).toContain('href="/v1/sessions/long-checkpointed/inspect?full=1"');
+    expect(html).toContain(`bars begun from sequence ${fast.timelineFrom} on`);
+    const wholeHtml = String(await InspectorPage({ inspection: whole, scopes: ALL_INSPECTOR_SCOPES, basePath: '/x' }));
+    expect(wholeHtml).not.toContain('id="whole-log"');
+    expect(wholeHtml).not.toContain('id="timeline-from"');
+  });
+
+  it('folds the whole log at or under the limit, and without a usable checkpoint', async () => {
+    const store = await longSession();
+    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_504 })).openedFrom).toBe('log');
+    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_503 })).openedFrom).toBe('checkpoint');
+    // The same log without its checkpoint, and with one written for another session.
+    const bare = new MemoryDurableEventStore();
+    await appendCycles(bare, sessionId, 0, 3100);
+    await bare.append(sessionId, cycleDrafts(3100).slice(0, 3));
+    const uncheckpointed = await loadInspection(bare, sessionId, { nowMs: 0, fullFoldLimit: 100 });
+    expect(uncheckpointed.openedFrom).toBe('log');
+    expect(uncheckpointed.checkpoint).toBeNull();
+    const record = await store.readCheckpoint(sessionId);
+    if (record === null) throw new Error('no checkpoint');
+    await bare.writeCheckpoint(sessionId, record);
+    // Event IDs differ in the copy: the checkpoint stands over another event, so it is discarded.
+    const replaced = await loadInspection(bare, sessionId, { nowMs: 0, fullFoldLimit: 100 });
+    expect(replaced.openedFrom).toBe('log');
+    expect(replaced.checkpoint?.status).toBe('discarded');
+    expect(comparable(replaced).plan).toEqual((await loadInspection(store, sessionId, { nowMs: 0 })).plan);
+  });
+
+  it('reports a log the projector refuses after the checkpoint like the whole-log fold', async () => {
+    const store = await longSession();
+    // A turn that ends without having started: the projector refuses it.
+    await store.append(sessionId, [{ type: 'turn_completed', requestId: RequestId('cycle-request-3100'), turnId: TurnId('never-started'), data: { turn: 2, hasToolCalls: false } }]);
+    const whole = await loadInspection(store, sessionId, { nowMs: 0 });
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000 });
+    expect(whole.projectionFailure).not.toBeNull();
+    expect(fast.openedFrom).toBe('checkpoint');
+    expect(comparable(fast)).toEqual(comparable(whole));
+  });
+
+  it('falls back to the whole log when the checkpoint cannot judge an ID reused after it', async () => {
+    const store = await longSession();
+    // A request ID used before the checkpoint, accepted again after it: only the log can tell.
+    await store.append(sessionId, [cycleDrafts(3100).slice(3, 5), cycleDrafts(7).slice(0, 1)].flat());
+    const whole = await loadInspection(store, sessionId, { nowMs: 0 });
+    expect(whole.projectionFailure).not.toBeNull();
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000 });
+    expect(fast.openedFrom).toBe('log');
+    expect(fast.checkpoint?.status).toBe('matches');
+    expect(comparable(fast)).toEqual(comparable(whole));
+  });
+});
