@@ -11,20 +11,11 @@ import { buildTimeline, MAX_TIMELINE_BARS, TimelineBuilder } from '../../src/ins
 import { durableEventCursor, encodeDurableEventCursor } from '../../src/protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { SessionId, TurnId } from '../../src/protocol/ids.js';
+import { everyEvent } from './read-all.js';
 import { appendCycles } from '../checkpoint/lifecycle-log.js';
 import { JournalBuilder } from '../projector/journal-builder.js';
 
 const sessionId = SessionId('long-inspected');
-
-async function everyEvent(store: MemoryDurableEventStore): Promise<DurableEventEnvelope[]> {
-  const events: DurableEventEnvelope[] = [];
-  for (;;) {
-    const last = events[events.length - 1];
-    const page = await store.read(sessionId, { ...(last === undefined ? {} : { after: last.sequence }), limit: 1000 });
-    events.push(...page.events);
-    if (!page.hasMore) return events;
-  }
-}
 
 const cursorOf = (event: DurableEventEnvelope): string => encodeDurableEventCursor(durableEventCursor(event));
 
@@ -32,7 +23,7 @@ describe('loadInspection on a long session', () => {
   it('keeps the latest bars and events, equal to the tail of a whole-log fold', async () => {
     const store = new MemoryDurableEventStore();
     await appendCycles(store, sessionId, 0, 3000);
-    const events = await everyEvent(store);
+    const events = await everyEvent(store, sessionId);
     expect(events).toHaveLength(15_001);
     const full = buildTimeline(events);
     expect(full.bars).toHaveLength(6000);

@@ -13,21 +13,11 @@ import { ALL_INSPECTOR_SCOPES } from '../../src/inspector/backend.js';
 import { describeCheckpoint, loadInspection, type Inspection } from '../../src/inspector/model/inspection.js';
 import { buildTimeline, MAX_TIMELINE_BARS } from '../../src/inspector/model/timeline.js';
 import { InspectorPage } from '../../src/inspector/page.js';
-import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { RequestId, SessionId, TurnId } from '../../src/protocol/ids.js';
+import { everyEvent } from './read-all.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 
 const sessionId = SessionId('long-checkpointed');
-
-async function everyEvent(store: MemoryDurableEventStore): Promise<DurableEventEnvelope[]> {
-  const events: DurableEventEnvelope[] = [];
-  for (;;) {
-    const last = events[events.length - 1];
-    const page = await store.read(sessionId, { ...(last === undefined ? {} : { after: last.sequence }), limit: 1000 });
-    events.push(...page.events);
-    if (!page.hasMore) return events;
-  }
-}
 
 /** 15,001 events, a checkpoint at 15,001 written by a journal, then 100 more cycles and an open request. */
 async function longSession(): Promise<MemoryDurableEventStore> {
@@ -55,7 +45,7 @@ const comparable = (inspection: Inspection) => ({
 describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
   it('gives what a whole-log fold gives, reading only the tail', async () => {
     const store = await longSession();
-    const events = await everyEvent(store);
+    const events = await everyEvent(store, sessionId);
     expect(events).toHaveLength(15_504);
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
     expect(whole.openedFrom).toBe('log');

@@ -289,6 +289,37 @@ export async function loadInspection(
   };
 }
 
+/**
+ * Reads the log after `after` (from the first event when `undefined`) up to the head in pages of
+ * 1,000, handing each page to `onPage`; returns the head and the last event read.
+ */
+async function readToHead(
+  store: DurableEventStore,
+  sessionId: SessionId,
+  after: number | undefined,
+  options: LoadInspectionOptions,
+  onPage: (events: readonly DurableEventEnvelope[]) => void,
+): Promise<{ head: number | null; last: DurableEventEnvelope | undefined }> {
+  const signal = options.signal;
+  let read = 0;
+  let head: number | null = null;
+  let last: DurableEventEnvelope | undefined;
+  for (;;) {
+    const from = last === undefined ? after : last.sequence;
+    const page = await store.read(sessionId, {
+      ...(from === undefined ? {} : { after: from as EventSequence }),
+      limit: 1000,
+      ...(signal === undefined ? {} : { signal }),
+    });
+    head = page.headSequence;
+    onPage(page.events);
+    read += page.events.length;
+    last = page.events[page.events.length - 1] ?? last;
+    options.onProgress?.(read, head ?? 0);
+    if (!page.hasMore || page.events.length === 0) return { head, last };
+  }
+}
+
 const listFromOf = (options: LoadInspectionOptions): number | undefined => (options.listFrom === undefined ? undefined : Math.max(1, options.listFrom));
 
 /** Folds every event of the log from the first, auditing the stored checkpoint on the way. */
@@ -298,9 +329,6 @@ async function foldWholeLog(store: DurableEventStore, sessionId: SessionId, opti
   let failure: ProjectionFailure | null = null;
   const list = new EventList(Math.max(1, options.recentEvents ?? 100), listFromOf(options));
   const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
-  let read = 0;
-  let head: number | null = null;
-  let last: DurableEventEnvelope | undefined;
   // A store that fails to read its checkpoint still shows the session (an open folds the whole log).
   let audit: CheckpointAudit | null = null;
   let unreadable: string | undefined;
@@ -310,28 +338,18 @@ async function foldWholeLog(store: DurableEventStore, sessionId: SessionId, opti
     signal?.throwIfAborted();
     unreadable = error instanceof Error ? error.message : String(error);
   }
-  for (;;) {
-    const page = await store.read(sessionId, {
-      ...(last === undefined ? {} : { after: last.sequence }),
-      limit: 1000,
-      ...(signal === undefined ? {} : { signal }),
-    });
-    head = page.headSequence;
+  const { head, last } = await readToHead(store, sessionId, undefined, options, (events) => {
     if (failure === null) {
       try {
-        if (audit === null) projector.apply(page.events);
-        else audit.fold(page.events, projector);
+        if (audit === null) projector.apply(events);
+        else audit.fold(events, projector);
       } catch (error) {
         failure = failureOf(error);
       }
     }
-    timeline.addEvents(page.events);
-    list.add(page.events);
-    read += page.events.length;
-    last = page.events[page.events.length - 1] ?? last;
-    options.onProgress?.(read, head ?? 0);
-    if (!page.hasMore || page.events.length === 0) break;
-  }
+    timeline.addEvents(events);
+    list.add(events);
+  });
   return {
     head,
     last,
@@ -388,30 +406,22 @@ async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId
   const ownList = from === undefined || from - 1 >= readFrom;
   const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
   let failure: ProjectionFailure | null = null;
-  let read = 0;
-  let head: number | null = startHead;
-  let last: DurableEventEnvelope | undefined;
-  for (;;) {
-    const after = last === undefined ? (readFrom > 1 ? readFrom - 1 : undefined) : last.sequence;
-    const page = await store.read(sessionId, { ...(after === undefined ? {} : { after: after as EventSequence }), limit: 1000, ...withSignal });
-    head = page.headSequence;
-    const unfolded = page.events.length > 0 && (page.events[0] as DurableEventEnvelope).sequence <= at ? page.events.filter((event) => event.sequence > at) : page.events;
-    if (failure === null && unfolded.length > 0) {
+  let inconclusive = false;
+  const { head, last } = await readToHead(store, sessionId, readFrom > 1 ? readFrom - 1 : undefined, options, (events) => {
+    const unfolded = events.length > 0 && (events[0] as DurableEventEnvelope).sequence <= at ? events.filter((event) => event.sequence > at) : events;
+    if (failure === null && !inconclusive && unfolded.length > 0) {
       try {
         projector.apply(unfolded);
       } catch (error) {
         // The checkpoint's ID filter cannot tell: only a fold of the whole log can.
-        if (isCheckpointInconclusive(error)) return null;
-        failure = failureOf(error);
+        if (isCheckpointInconclusive(error)) inconclusive = true;
+        else failure = failureOf(error);
       }
     }
-    timeline.addEvents(page.events);
-    if (ownList) list.add(page.events);
-    read += page.events.length;
-    last = page.events[page.events.length - 1] ?? last;
-    options.onProgress?.(read, head ?? 0);
-    if (!page.hasMore || page.events.length === 0) break;
-  }
+    timeline.addEvents(events);
+    if (ownList) list.add(events);
+  });
+  if (inconclusive) return null;
   return {
     head,
     last,
