@@ -128,7 +128,7 @@ describe('encoded cursors', () => {
 describe('base64url', () => {
   it('matches Buffer for any bytes, and decodes its own output', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
         const text = encodeBase64Url(bytes);
         expect(text).toBe(Buffer.from(bytes).toString('base64url'));
         expect(decodeBase64Url(text)).toEqual(bytes);
@@ -137,9 +137,30 @@ describe('base64url', () => {
   });
 
   it('refuses what base64url cannot produce', () => {
-    for (const bad of ['A', 'AAAAA', 'AB', 'AAB', 'A+', 'A/', 'AA==', 'A\u00e9']) {
+    for (const bad of ['A', 'AAAAA', 'AB', 'AAB', 'A+', 'A/', 'AA==', 'A\u00e9', 'AAAA\u00e9A', 'AA\u0000A', 'AAA\uD800', 'AAAAAB', 'AAAAAAB']) {
       expect(decodeBase64Url(bad), bad).toBeUndefined();
     }
     expect(decodeBase64Url('')).toEqual(new Uint8Array());
+  });
+
+  it('refuses any single character outside the alphabet at any position', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 3, maxLength: 30 }), fc.nat(), fc.integer({ min: 0, max: 0xffff }), (bytes, at, code) => {
+        const text = encodeBase64Url(bytes);
+        const index = at % text.length;
+        const char = String.fromCharCode(code);
+        fc.pre(!/[A-Za-z0-9_-]/.test(char));
+        expect(decodeBase64Url(text.slice(0, index) + char + text.slice(index + 1))).toBeUndefined();
+      }),
+    );
+  });
+
+  it('decodes exactly what Buffer decodes, for any canonical text', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        const text = Buffer.from(bytes).toString('base64url');
+        expect(decodeBase64Url(text)).toEqual(new Uint8Array(Buffer.from(text, 'base64url')));
+      }),
+    );
   });
 });
