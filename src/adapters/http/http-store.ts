@@ -88,6 +88,15 @@ export interface HttpJournalCallOptions extends DurableStoreCallOptions {
   executionFence?: DurableExecutionFence | undefined;
 }
 
+/** Idle time after which a request first lets the runtime's timers run (stale keep-alive connections). */
+const STALE_CONNECTION_IDLE_MS = 1000;
+
+/** The runtime's monotonic clock (the event loop's, not an injected `TimeSource`: this is about its timers). */
+const monotonicNow = (): number => (typeof performance === 'undefined' ? Date.now() : performance.now());
+
+/** Resolves after one 1 ms timer of the runtime, so its pending timers (and socket events) run first. */
+const runtimeTimers = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1));
+
 interface RequestSpec {
   method: 'GET' | 'POST';
   path: string;
@@ -115,6 +124,8 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   readonly #fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
   readonly #getToken: () => string | Promise<string>;
   readonly #timeoutMs: number;
+  /** `monotonicNow()` when the last request settled (see the stale-connection note in `#request`). */
+  #lastSettledAt = Number.NEGATIVE_INFINITY;
   /** Live watches by session, told directly about appends made through this object. */
   readonly #watches = new Map<string, Set<WebSocketWatch>>();
 
@@ -492,25 +503,44 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
         const token = await this.#getToken();
         const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
         if (spec.body !== undefined) headers['content-type'] = 'application/json';
-        let response: Response;
+        const init: RequestInit = {
+          method: spec.method,
+          headers,
+          ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
+          signal,
+        };
         try {
-          response = await this.#fetch(this.#url(spec.path, spec.query), {
-            method: spec.method,
-            headers,
-            ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
-            signal,
-          });
-        } catch (cause) {
-          if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
-          throw spec.failures.transport(cause);
-        }
-        if (!response.ok) throw await errorFromProblemResponse(response);
-        try {
-          return (await response.json()) as unknown;
-        } catch (cause) {
-          if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
-          if (isDurableError(cause)) throw cause;
-          throw spec.failures.transport(cause);
+          // A pooled keep-alive connection that the server closed while this process could not
+          // run its timers (a frozen serverless instance, a long synchronous task) stays marked
+          // usable until the fetch implementation's own timers run, and a request sent on it fails.
+          // After an idle spell, let them run first: one 1 ms timer (measured with wrangler's
+          // local runtime: every read after a 5.2 s stall failed without it, none with it).
+          if (monotonicNow() - this.#lastSettledAt > STALE_CONNECTION_IDLE_MS) await runtimeTimers();
+          let response: Response;
+          try {
+            response = await this.#fetch(this.#url(spec.path, spec.query), init);
+          } catch (cause) {
+            if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+            // A read is safe to send again; anything else has an unknown outcome (see above).
+            if (spec.method !== 'GET') throw spec.failures.transport(cause);
+            try {
+              await runtimeTimers();
+              response = await this.#fetch(this.#url(spec.path, spec.query), init);
+            } catch (again) {
+              if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+              throw spec.failures.transport(again);
+            }
+          }
+          if (!response.ok) throw await errorFromProblemResponse(response);
+          try {
+            return (await response.json()) as unknown;
+          } catch (cause) {
+            if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+            if (isDurableError(cause)) throw cause;
+            throw spec.failures.transport(cause);
+          }
+        } finally {
+          this.#lastSettledAt = monotonicNow();
         }
       },
       () => spec.failures.timeout(),
