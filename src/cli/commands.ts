@@ -125,13 +125,17 @@ export function registerCommands(program: Command): void {
     .description('session summary: head, status, active request and turn, lease, next deadline, recovery plan')
     .argument('<store>', 'jsonl:<dir> | sqlite:<file> | postgres://... | http(s)://host')
     .argument('<session>', 'session ID')
-    .action(async (store: string, session: string, _options: unknown, command: Command) => {
+    .option('--from-checkpoint', 'open from the stored projection checkpoint (fold only the events after it) instead of folding and auditing the whole log')
+    .action(async (store: string, session: string, local: { fromCheckpoint?: boolean }, command: Command) => {
       const options = globals(command);
       const sessionId = sessionArg(session);
       await withStore(store, options, true, async (opened) => {
         const progress = createProgress(options.json);
         progress.start(0, 'reading');
-        const inspection = await loadInspection(opened.store, sessionId, { onProgress: (read, head) => progress.update(read, head) });
+        const inspection = await loadInspection(opened.store, sessionId, {
+          onProgress: (read, head) => progress.update(read, head),
+          ...(local.fromCheckpoint === true ? { fullFoldLimit: 0 } : {}),
+        });
         progress.stop();
         if (inspection.headSequence === null) throw new CliError(`session ${sessionId} has no events in ${store}`);
         if (options.json) {

@@ -237,6 +237,10 @@ describe('verify: the stored checkpoint', () => {
     const inspectWrong = await runCli(['inspect', `jsonl:${root}`, 'audited']);
     expect(inspectWrong.stdout).toMatch(/checkpoint at sequence 21, 10 event\(s\) behind the head, \d+ bytes: WRONG: .*digest mismatch.*--rebuild/);
     expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 21, behind: 10, status: 'wrong' } });
+    // Opened from the checkpoint, `inspect` cannot see that: it says the view was not audited.
+    const fast = await runCli(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint']);
+    expect(fast.stdout).toMatch(/checkpoint at sequence 21, 10 event\(s\) behind the head, \d+ bytes: this view opened from it and folded the 10 event\(s\) after it; not audited/);
+    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint', '--json'])).stdout)).toMatchObject({ openedFrom: 'checkpoint', checkpoint: { sequence: 21, status: 'used' } });
 
     // `checkpoint` shows that an open still trusts it; `--rebuild` replaces it from the whole log.
     const shown = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--json']);
