@@ -10,6 +10,9 @@
  *    script's deferred execution done, median of several runs.
  * Baselines in the same run: the same HTML bytes served as a static string by the same server
  * (what the browser alone costs for this page), and the page of a 100-event session.
+ * 3. server: the page of a session of 205,001 events (over the page's 50,000-event limit, so it
+ *    opens from the projection checkpoint written at 200,001 and reads the latest 4,000 events)
+ *    against the 10,001-event page (which folds its whole log), median of several runs.
  * Target: browser first render under 1 s. Prints a table, then PASS/MISS.
  */
 import { createServer } from 'node:http';
@@ -26,9 +29,11 @@ import { ALL_INSPECTOR_SCOPES } from '../src/inspector/backend.js';
 import { createInspectorApp, INSPECTOR_COOKIE } from '../src/inspector/app.js';
 import { SessionId } from '../src/protocol/ids.js';
 import { seedLong } from '../test/cli/fixtures/seed.js';
+import { appendCycles } from '../test/checkpoint/lifecycle-log.js';
 
 const BIG_REQUESTS = 1250; // 8 events each + session_created = 10,001 events
 const SMALL_REQUESTS = 12; // 97 events
+const HUGE_CYCLES = 40_000; // 5 events each + session_created = 200,001 events, then 1,000 more cycles
 const LEDGER_RECORDS = 300;
 const SERVER_RUNS = 7;
 const BROWSER_RUNS = 5;
@@ -44,6 +49,7 @@ const root = mkdtempSync(path.join(os.tmpdir(), 'inspector-bench-'));
 const store = new JsonlDurableEventStore(root);
 const big = SessionId('bench-big');
 const small = SessionId('bench-small');
+const huge = SessionId('bench-huge');
 await seedLong(store, big, BIG_REQUESTS);
 await seedLong(store, small, SMALL_REQUESTS);
 for (let index = 0; index < LEDGER_RECORDS; index++) {
@@ -51,6 +57,9 @@ for (let index = 0; index < LEDGER_RECORDS; index++) {
 }
 // A session written through a journal carries a projection checkpoint; the page audits it.
 if (!(await (await DurableSessionJournal.open(store, big)).writeCheckpoint())) throw new Error('no checkpoint written');
+await appendCycles(store, huge, 0, HUGE_CYCLES);
+if (!(await (await DurableSessionJournal.open(store, huge)).writeCheckpoint())) throw new Error('no checkpoint written');
+await appendCycles(store, huge, HUGE_CYCLES, 1000);
 
 const app = createInspectorApp<Record<string, never>>({
   store: () => store,
@@ -79,11 +88,14 @@ async function serverRender(id: string): Promise<{ ms: number; html: string }> {
 
 // Warm up (JIT, file caches), then measure.
 if (!(await serverRender(big.toString())).html.includes('data-status="matches"')) throw new Error('the page does not show the audited checkpoint');
+if (!(await serverRender(huge.toString())).html.includes('data-status="used"')) throw new Error('the long session did not open from its checkpoint');
 const serverBig: number[] = [];
 const serverSmall: number[] = [];
+const serverHuge: number[] = [];
 for (let run = 0; run < SERVER_RUNS; run++) {
   serverBig.push((await serverRender(big)).ms);
   serverSmall.push((await serverRender(small)).ms);
+  serverHuge.push((await serverRender(huge)).ms);
 }
 staticHtml = (await serverRender(big)).html;
 
@@ -118,6 +130,7 @@ const bigMs = median(browserBig);
 const rows: [string, number, string][] = [
   ['server render, 10,001 events', median(serverBig), `${(median(serverBig) / median(serverSmall)).toFixed(1)}x the 97-event page`],
   ['server render, 97 events (baseline)', median(serverSmall), ''],
+  ['server render, 205,001 events', median(serverHuge), `${(median(serverHuge) / median(serverBig)).toFixed(2)}x the 10,001-event page (opened from its checkpoint)`],
   ['browser first render, 10,001 events', bigMs, `${(bigMs / median(browserStatic)).toFixed(2)}x the same HTML served static`],
   ['browser, same HTML static (baseline)', median(browserStatic), ''],
   ['browser first render, 97 events', median(browserSmall), ''],
