@@ -19,7 +19,7 @@
 import { checkCheckpointRecord, readCheckpointSlices, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
-import { isTimeSource, type TimeSource } from '../../core/time.js';
+import { isTimeSource, systemTime, type TimeSource } from '../../core/time.js';
 import {
   buildReadPage,
   checkExpectedLastSequence,
@@ -91,9 +91,6 @@ export interface HttpJournalCallOptions extends DurableStoreCallOptions {
 /** Idle time after which a request first lets the runtime's timers run (stale keep-alive connections). */
 const STALE_CONNECTION_IDLE_MS = 1000;
 
-/** The runtime's monotonic clock (the event loop's, not an injected `TimeSource`: this is about its timers). */
-const monotonicNow = (): number => (typeof performance === 'undefined' ? Date.now() : performance.now());
-
 /** Resolves after one 1 ms timer of the runtime, so its pending timers (and socket events) run first. */
 const runtimeTimers = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1));
 
@@ -124,7 +121,10 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
   readonly #fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
   readonly #getToken: () => string | Promise<string>;
   readonly #timeoutMs: number;
-  /** `monotonicNow()` when the last request settled (see the stale-connection note in `#request`). */
+  /**
+   * When the last request settled, on the runtime's own clock (`systemTime`, not the injected
+   * `time`: this is about the runtime's timers; see `#send`).
+   */
   #lastSettledAt = Number.NEGATIVE_INFINITY;
   /** Live watches by session, told directly about appends made through this object. */
   readonly #watches = new Map<string, Set<WebSocketWatch>>();
@@ -509,41 +509,45 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
           ...(spec.body === undefined ? {} : { body: JSON.stringify(spec.body) }),
           signal,
         };
+        // After an abort or the deadline, its reason wins over whatever the failed step threw.
+        const stopped = (): unknown => (signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason);
         try {
-          // A pooled keep-alive connection that the server closed while this process could not
-          // run its timers (a frozen serverless instance, a long synchronous task) stays marked
-          // usable until the fetch implementation's own timers run, and a request sent on it fails.
-          // After an idle spell, let them run first: one 1 ms timer (measured with wrangler's
-          // local runtime: every read after a 5.2 s stall failed without it, none with it).
-          if (monotonicNow() - this.#lastSettledAt > STALE_CONNECTION_IDLE_MS) await runtimeTimers();
-          let response: Response;
-          try {
-            response = await this.#fetch(this.#url(spec.path, spec.query), init);
-          } catch (cause) {
-            if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
-            // A read is safe to send again; anything else has an unknown outcome (see above).
-            if (spec.method !== 'GET') throw spec.failures.transport(cause);
-            try {
-              await runtimeTimers();
-              response = await this.#fetch(this.#url(spec.path, spec.query), init);
-            } catch (again) {
-              if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
-              throw spec.failures.transport(again);
-            }
-          }
+          const response = await this.#send(spec, init, signal, stopped);
           if (!response.ok) throw await errorFromProblemResponse(response);
           try {
             return (await response.json()) as unknown;
           } catch (cause) {
-            if (signal.aborted) throw signal.reason instanceof DeadlineExceeded ? spec.failures.timeout() : signal.reason;
+            if (signal.aborted) throw stopped();
             if (isDurableError(cause)) throw cause;
             throw spec.failures.transport(cause);
           }
         } finally {
-          this.#lastSettledAt = monotonicNow();
+          this.#lastSettledAt = systemTime.monotonicNow();
         }
       },
       () => spec.failures.timeout(),
     );
+  }
+
+  /**
+   * Sends one request. A pooled keep-alive connection that the server closed while this process
+   * could not run its timers (a frozen serverless instance, a long synchronous task) stays marked
+   * usable until the fetch implementation's own timers run, and a request sent on it fails. So
+   * after an idle spell the runtime's timers run first (one 1 ms timer; measured with wrangler's
+   * local runtime: every read after a 5.2 s stall failed without it, none with it), and a read that
+   * still fails in transit is sent once more. Anything else has an unknown outcome (see the top).
+   */
+  async #send(spec: RequestSpec, init: RequestInit, signal: AbortSignal, stopped: () => unknown): Promise<Response> {
+    if (systemTime.monotonicNow() - this.#lastSettledAt > STALE_CONNECTION_IDLE_MS) await runtimeTimers();
+    const url = this.#url(spec.path, spec.query);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#fetch(url, init);
+      } catch (cause) {
+        if (signal.aborted) throw stopped();
+        if (spec.method !== 'GET' || attempt === 2) throw spec.failures.transport(cause);
+      }
+      await runtimeTimers();
+    }
   }
 }

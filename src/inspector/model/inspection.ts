@@ -206,8 +206,8 @@ class EventList {
   #listed: DurableEventEnvelope[] = [];
 
   constructor(
-    private readonly keep: number,
-    private readonly from: number | undefined,
+    readonly keep: number,
+    readonly from: number | undefined,
   ) {}
 
   add(events: readonly DurableEventEnvelope[]): void {
@@ -320,14 +320,16 @@ async function readToHead(
   }
 }
 
-const listFromOf = (options: LoadInspectionOptions): number | undefined => (options.listFrom === undefined ? undefined : Math.max(1, options.listFrom));
+/** The event list an inspection keeps, as its options ask. */
+const eventListOf = (options: LoadInspectionOptions): EventList =>
+  new EventList(Math.max(1, options.recentEvents ?? 100), options.listFrom === undefined ? undefined : Math.max(1, options.listFrom));
 
 /** Folds every event of the log from the first, auditing the stored checkpoint on the way. */
 async function foldWholeLog(store: DurableEventStore, sessionId: SessionId, options: LoadInspectionOptions): Promise<Folded> {
   const signal = options.signal;
   const projector = new DurableSessionProjector({ sessionId });
   let failure: ProjectionFailure | null = null;
-  const list = new EventList(Math.max(1, options.recentEvents ?? 100), listFromOf(options));
+  const list = eventListOf(options);
   const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
   // A store that fails to read its checkpoint still shows the session (an open folds the whole log).
   let audit: CheckpointAudit | null = null;
@@ -391,19 +393,17 @@ async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId
   if (loaded === null) return null;
   const at = loaded.decoded.sequence;
   const projector = loaded.projector;
-  const keep = Math.max(1, options.recentEvents ?? 100);
-  const from = listFromOf(options);
+  const list = eventListOf(options);
+  const { keep, from } = list;
   const tail = Math.max(keep + 1, options.tailEvents ?? DEFAULT_TAIL_EVENTS);
   const readFrom = Math.min(Math.max(1, startHead - tail + 1), at + 1);
-  const list = new EventList(keep, from);
-  if (from !== undefined && from - 1 < readFrom) {
-    // The listed page lies before the events read for the fold and the timeline: read it alone.
-    if (from - 2 < startHead) {
-      const page = await store.read(sessionId, { ...(from >= 2 ? { after: (from - 2) as EventSequence } : {}), limit: keep + 1, ...withSignal });
-      list.add(page.events);
-    }
-  }
+  // The list is fed by the pages read below, unless its page (with the event before it) starts
+  // before them: then it is read on its own (nothing to read when it starts past the head).
   const ownList = from === undefined || from - 1 >= readFrom;
+  if (!ownList && from - 2 < startHead) {
+    const page = await store.read(sessionId, { ...(from >= 2 ? { after: (from - 2) as EventSequence } : {}), limit: keep + 1, ...withSignal });
+    list.add(page.events);
+  }
   const timeline = new TimelineBuilder(options.timelineBars ?? MAX_TIMELINE_BARS);
   let failure: ProjectionFailure | null = null;
   let inconclusive = false;
@@ -435,7 +435,7 @@ async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId
       behind: (head ?? 0) - at,
       status: 'used',
       defects: [],
-      notes: [`the session holds more than ${limit} events: this view opened from the checkpoint instead of folding the whole log, so it was not audited`],
+      notes: [`the session holds more than ${limit} event(s) (fullFoldLimit): this view opened from the checkpoint instead of folding the whole log, so it was not audited`],
     },
     openedFrom: 'checkpoint',
     timelineFrom: readFrom,
