@@ -19,7 +19,7 @@ import {
 } from '../../src/core/checkpoint/codec.js';
 import type { DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
 import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/checkpoint/hash.js';
-import { HashedKeyFilter, RADIX_SCRATCH_KEEP, radixScratchSize, sortedHashes } from '../../src/core/checkpoint/key-filter.js';
+import { HashedKeyFilter, SORT_SCRATCH_KEEP, sortHashes, sortScratchSize, sortedHashes } from '../../src/core/checkpoint/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { ID_SPACE } from '../../src/core/projector/fold-state.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
@@ -199,7 +199,7 @@ describe('checkpoint codec (format 5)', () => {
     expect(Array.from(sortedHashes(ascii))).toEqual(Array.from(Float64Array.from(ascii.map(hashKey)).sort()));
   });
 
-  it('sorts large batches of new hashes (radix sort) exactly as the native sort does', () => {
+  it('sorts large batches of new hashes (bucket sort) exactly as the native sort does', () => {
     fc.assert(
       fc.property(fc.array(fc.string({ maxLength: 12 }), { minLength: 1024, maxLength: 3000 }), fc.integer({ min: 0, max: 50 }), (keys, repeats) => {
         const batch = [...keys, ...keys.slice(0, repeats)]; // equal hashes too
@@ -207,6 +207,26 @@ describe('checkpoint codec (format 5)', () => {
       }),
       { numRuns: 20 },
     );
+  });
+
+  it('the bucket sort matches the native sort on clustered hashes, extremes and duplicates, and gives up on a pathological batch', () => {
+    const limit = 2 ** 48;
+    const hashes = fc.oneof(
+      fc.integer({ min: 0, max: limit - 1 }),
+      fc.constantFrom(0, 1, limit - 1, limit - 2, 2 ** 32, 2 ** 35 - 1, 2 ** 35),
+      // Clustered: a few top-bit prefixes, as IDs chosen to collide in their top bits would give.
+      fc.tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 2 ** 20 })).map(([top, rest]) => top * 2 ** 40 + rest),
+    );
+    fc.assert(
+      fc.property(fc.array(hashes, { minLength: 0, maxLength: 5000 }), (values) => {
+        const input = Float64Array.from(values);
+        expect(Array.from(sortHashes(input.slice()))).toEqual(Array.from(input.slice().sort()));
+      }),
+      { numRuns: 60 },
+    );
+    // Every hash in one bucket, descending: the insertion pass would be quadratic; the native sort finishes.
+    const worst = Float64Array.from({ length: 20_000 }, (_, index) => 20_000 - index);
+    expect(Array.from(sortHashes(worst.slice()))).toEqual(Array.from(worst.slice().sort()));
   });
 
   it('merged filters hold every key of every batch, as one run', () => {
@@ -224,17 +244,17 @@ describe('checkpoint codec (format 5)', () => {
     );
   });
 
-  it('keeps radix scratch for a period-sized batch but drops the scratch of a huge one', () => {
+  it('keeps sort scratch for a period-sized batch but drops the scratch of a huge one', () => {
     const keysOf = (count: number, tag: string): string[] => Array.from({ length: count }, (_, index) => `${tag}:${index}`);
     const sortOf = (keys: string[]): number[] => Array.from(sortedHashes(keys));
     const small = keysOf(5000, 'small');
     expect(sortOf(small)).toEqual(Array.from(Float64Array.from(small.map(hashKey)).sort()));
-    const kept = radixScratchSize();
+    const kept = sortScratchSize();
     expect(kept).toBeGreaterThanOrEqual(5000);
-    expect(kept).toBeLessThanOrEqual(RADIX_SCRATCH_KEEP);
-    const huge = keysOf(RADIX_SCRATCH_KEEP + 1000, 'huge');
+    expect(kept).toBeLessThanOrEqual(SORT_SCRATCH_KEEP);
+    const huge = keysOf(SORT_SCRATCH_KEEP + 1000, 'huge');
     expect(sortOf(huge)).toEqual(Array.from(Float64Array.from(huge.map(hashKey)).sort()));
-    expect(radixScratchSize()).toBe(0);
+    expect(sortScratchSize()).toBe(0);
     expect(sortOf(small)).toEqual(Array.from(Float64Array.from(small.map(hashKey)).sort()));
   });
 

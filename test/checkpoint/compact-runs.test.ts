@@ -14,6 +14,7 @@ import {
   CompactRun,
   HashedKeyFilter,
   isSortedRun,
+  mergeRunsInto,
   runBytes,
   sortedHashes,
   type KeyRun,
@@ -90,6 +91,32 @@ describe('compact key runs', () => {
     expect(all.runs).toHaveLength(1);
     expect(valuesOf(all.runs[0] as KeyRun)).toEqual(Array.from(runOf([...first, ...second, ...third, ...keysOf('d', 5000), ...keysOf('e', 3)])));
     expectExactOn(all, [...first, ...second, ...third, ...keysOf('d', 5000), ...keysOf('e', 3)], others);
+  });
+
+  it('merging a compact run with a shorter run, bucket by bucket, equals the sorted union (clustered, edge and repeated hashes)', () => {
+    const big = HashedKeyFilter.EMPTY.withKeys(third).runs[0] as CompactRun;
+    const bigValues = valuesOf(big);
+    const limit = 2 ** 48;
+    const cases: number[][] = [
+      [],
+      [0, 1, limit - 1],
+      bigValues.slice(0, 50), // hashes already in the big run
+      Array.from({ length: 3000 }, (_, index) => 7 * 2 ** 32 + index * 1_000_003), // one bucket
+      Array.from({ length: 3000 }, (_, index) => (COMPACT_BUCKETS - 1) * 2 ** 32 + index), // the last bucket
+      Array.from({ length: 20_000 }, (_, index) => Math.floor(((index + 0.5) / 20_000) * limit)), // spread
+    ];
+    for (const values of cases) {
+      const small = Float64Array.from(values).sort();
+      for (const runs of [
+        [big, small],
+        [small, big],
+      ]) {
+        const out = CompactRun.allocate(big.length + small.length);
+        mergeRunsInto(runs, out);
+        expect(isSortedRun(out)).toBe(true);
+        expect(valuesOf(out)).toEqual(Array.from(Float64Array.from([...bigValues, ...values]).sort()));
+      }
+    }
   });
 
   it('the sortedness check rejects an inconsistent directory or an unsorted bucket', () => {

@@ -318,32 +318,63 @@ function floatRun(run: KeyRun): Float64Array {
 
 /** Fills the compact run `out` (of exactly a.length + b.length hashes) with the merge of `a` and `b`. */
 function mergeIntoCompact(a: KeyRun, b: Float64Array, out: CompactRun): void {
+  if (a instanceof CompactRun) {
+    mergeCompactBuckets(a, b, out);
+    return;
+  }
   const writer = new CompactWriter(out);
   let j = 0;
   const bLength = b.length;
-  if (a instanceof CompactRun) {
-    const { starts, low } = a;
-    for (let bucket = 0; bucket < COMPACT_BUCKETS; bucket++) {
-      const base = bucket * BUCKET_SCALE;
-      // SAFETY: bucket + 1 <= COMPACT_BUCKETS; the indexes are within `low` and `b`.
-      const end = starts[bucket + 1] as number;
-      for (let index = starts[bucket] as number; index < end; index++) {
-        const value = base + (low[index] as number);
-        while (j < bLength && (b[j] as number) < value) writer.put(b[j++] as number);
-        writer.put(value);
-      }
-    }
-  } else {
-    for (let index = 0; index < a.length; index++) {
-      // SAFETY: index < a.length; j < bLength.
-      const value = a[index] as number;
-      while (j < bLength && (b[j] as number) < value) writer.put(b[j++] as number);
-      writer.put(value);
-    }
+  for (let index = 0; index < a.length; index++) {
+    // SAFETY: index < a.length; j < bLength.
+    const value = a[index] as number;
+    while (j < bLength && (b[j] as number) < value) writer.put(b[j++] as number);
+    writer.put(value);
   }
   // SAFETY: j < bLength.
   while (j < bLength) writer.put(b[j++] as number);
   writer.finish();
+}
+
+/**
+ * {@link mergeIntoCompact} of a compact run and a (usually much shorter) sorted run, bucket by
+ * bucket: the compact run's low halves are copied as they are, 32-bit words with no division per
+ * hash, and only a bucket that holds hashes of `b` is merged. About 3x faster than feeding every
+ * hash through {@link CompactWriter} (a compaction of 300,000 hashes plus 20,000 took 5.5 ms).
+ */
+function mergeCompactBuckets(a: CompactRun, b: Float64Array, out: CompactRun): void {
+  const { starts, low } = a;
+  const outStarts = out.starts;
+  const outLow = out.low;
+  const bLength = b.length;
+  let j = 0;
+  let k = 0;
+  // The next hash of `b` and its bucket (past the end: a bucket no loop reaches).
+  let nextB = bLength > 0 ? (b[0] as number) : 0;
+  let nextBucket = bLength > 0 ? Math.floor(nextB / BUCKET_SCALE) : COMPACT_BUCKETS;
+  // SAFETY (all indexes below): bucket + 1 <= COMPACT_BUCKETS; `index` < end <= low.length;
+  // k < outLow.length (checked after the loop: out holds exactly a.length + b.length).
+  for (let bucket = 0; bucket < COMPACT_BUCKETS; bucket++) {
+    outStarts[bucket] = k;
+    let index = starts[bucket] as number;
+    const end = starts[bucket + 1] as number;
+    if (nextBucket === bucket) {
+      const base = bucket * BUCKET_SCALE;
+      do {
+        const lowB = nextB - base;
+        while (index < end && (low[index] as number) <= lowB) outLow[k++] = low[index++] as number;
+        outLow[k++] = lowB;
+        j++;
+        if (j < bLength) {
+          nextB = b[j] as number;
+          nextBucket = Math.floor(nextB / BUCKET_SCALE);
+        } else nextBucket = COMPACT_BUCKETS;
+      } while (nextBucket === bucket);
+    }
+    for (; index < end; index++) outLow[k++] = low[index] as number;
+  }
+  outStarts[COMPACT_BUCKETS] = k;
+  if (j !== bLength || k !== outLow.length) throw new Error(`compact run: wrote ${k} of ${outLow.length} hashes`);
 }
 
 /** Appends ascending 48-bit hashes to a compact run, keeping its directory. */
@@ -409,10 +440,10 @@ export function sortedHashes(keys: Iterable<string>): Float64Array {
   if (Array.isArray(keys)) {
     // The journal drains an array: fill the scratch array directly, no intermediate list.
     const list = keys as readonly string[];
-    // The scratch is kept between calls up to RADIX_SCRATCH_KEEP hashes; a one-off huge batch (the
+    // The scratch is kept between calls up to SORT_SCRATCH_KEEP hashes; a one-off huge batch (the
     // first checkpoint over a long log) gets an array of its own, dropped after use.
-    if (list.length > RADIX_SCRATCH_KEEP) return sortHashes(hashInto(list, new Float64Array(list.length)));
-    if (scratch.length < list.length) scratch = new Float64Array(Math.min(RADIX_SCRATCH_KEEP, Math.max(list.length, 2 * scratch.length)));
+    if (list.length > SORT_SCRATCH_KEEP) return sortHashes(hashInto(list, new Float64Array(list.length)));
+    if (scratch.length < list.length) scratch = new Float64Array(Math.min(SORT_SCRATCH_KEEP, Math.max(list.length, 2 * scratch.length)));
     return sortHashes(hashInto(list, scratch.subarray(0, list.length)));
   }
   const added: number[] = [];
@@ -449,86 +480,81 @@ const utf8 = new TextEncoder();
 /** Scratch for the bytes of one joined chunk (about 20 KB). */
 let joinedBytes = new Uint8Array(0);
 
-/** Below this many hashes the native sort is as fast as the radix sort and needs no scratch. */
-const RADIX_MIN = 1024;
-/** Radix digits: 11 bits (2,048 buckets), five passes over the two 32-bit halves of a hash (48 bits used). */
-const DIGIT_BITS = 11;
-const BUCKETS = 1 << DIGIT_BITS;
-const DIGIT_MASK = BUCKETS - 1;
-const counts = new Uint32Array(BUCKETS);
+/** Below this many hashes the native sort is as fast as the bucket sort and needs no scratch. */
+const BUCKET_SORT_MIN = 1024;
+/** At most 2^20 buckets (4 MiB of counts), even for a batch of millions of hashes. */
+const MAX_BUCKET_BITS = 20;
 /**
- * Scratch of {@link sortHashes} (16 bytes per hash) is kept between writes up to this many hashes (1 MiB):
- * a period's batch fits; the one-off batch of a first checkpoint over a long log (every ID of the
- * session) is sorted in scratch that is dropped right after, so a Durable Object does not hold tens
- * of megabytes for the rest of its life.
+ * Scratch of {@link sortHashes} (8 bytes per hash, plus 4 per bucket) is kept between writes up to
+ * this many hashes (about 1 MiB): a period's batch fits; the one-off batch of a first checkpoint
+ * over a long log (every ID of the session) is sorted in scratch that is dropped right after, so a
+ * Durable Object does not hold tens of megabytes for the rest of its life.
  */
-export const RADIX_SCRATCH_KEEP = 65_536;
-/** Scratch of {@link sortHashes}: the low and high 32 bits of each hash, and the other side of each pass. */
-let radixLow = new Uint32Array(0);
-let radixHigh = new Uint32Array(0);
-let radixLowOut = new Uint32Array(0);
-let radixHighOut = new Uint32Array(0);
+export const SORT_SCRATCH_KEEP = 65_536;
+/** Scratch of {@link sortHashes}: bucket counts, and the hashes spread into their buckets. */
+let bucketCounts = new Uint32Array(0);
+let spread = new Float64Array(0);
 
 /**
  * Sorts 48-bit hashes (non-negative integers, exact doubles) in place, ascending: the order of
- * `Float64Array.prototype.sort`. A checkpoint sorts the few thousand IDs of one period; the native
- * comparison sort took about 85 ns per hash there, a least-significant-digit radix sort over the
- * hashes' two 32-bit halves (five passes of 11-bit digits, stable) takes about half of that.
+ * `Float64Array.prototype.sort`. A checkpoint sorts the few thousand IDs of one period. Hashes are
+ * uniform, so one counting pass over their top bits (at least as many buckets as hashes) and one
+ * scatter leave each in a bucket of about one, and an insertion pass finishes the order in nearly
+ * linear time: 0.06-0.08 ms for 6,560 hashes here, against about 0.25 ms for the five-pass radix
+ * sort it replaced and 0.47 ms for the native sort. Hashes of IDs chosen to collide in their top
+ * bits would make the insertion pass quadratic; it gives up after 8 moves per hash and the native
+ * sort finishes, so the worst case stays O(n log n).
  */
-function sortHashes(hashes: Float64Array): Float64Array {
+export function sortHashes(hashes: Float64Array): Float64Array {
   const n = hashes.length;
-  if (n < RADIX_MIN) return hashes.sort();
-  if (radixLow.length < n) {
-    const size = n > RADIX_SCRATCH_KEEP ? n : Math.min(RADIX_SCRATCH_KEEP, Math.max(n, 2 * radixLow.length));
-    radixLow = new Uint32Array(size);
-    radixHigh = new Uint32Array(size);
-    radixLowOut = new Uint32Array(size);
-    radixHighOut = new Uint32Array(size);
+  if (n < BUCKET_SORT_MIN) return hashes.sort();
+  const bits = Math.min(MAX_BUCKET_BITS, 32 - Math.clz32(n - 1));
+  const buckets = 1 << bits;
+  // A power of two: the product is exact, and floor(hash * scale) < buckets for hash < 2^48.
+  const scale = 2 ** (bits - KEY_HASH_BITS);
+  if (bucketCounts.length < buckets + 1) bucketCounts = new Uint32Array(buckets + 1);
+  const counts = bucketCounts;
+  counts.fill(0, 0, buckets + 1);
+  // SAFETY (all indexes below): i < n <= lengths; bucket indexes < buckets + 1 (see `scale`).
+  for (let i = 0; i < n; i++) {
+    const bucket = Math.floor((hashes[i] as number) * scale) + 1;
+    counts[bucket] = (counts[bucket] as number) + 1;
   }
-  let low = radixLow;
-  let high = radixHigh;
-  let lowOut = radixLowOut;
-  let highOut = radixHighOut;
-  for (let index = 0; index < n; index++) {
-    // SAFETY: index < n.
-    const value = hashes[index] as number;
-    const top = Math.floor(value / 4294967296);
-    high[index] = top;
-    low[index] = value - top * 4294967296;
+  for (let bucket = 1; bucket <= buckets; bucket++) counts[bucket] = (counts[bucket] as number) + (counts[bucket - 1] as number);
+  if (spread.length < n) spread = new Float64Array(n > SORT_SCRATCH_KEEP ? n : Math.min(SORT_SCRATCH_KEEP, Math.max(n, 2 * spread.length)));
+  const out = spread.subarray(0, n);
+  for (let i = 0; i < n; i++) {
+    const value = hashes[i] as number;
+    const bucket = Math.floor(value * scale);
+    const target = counts[bucket] as number;
+    counts[bucket] = target + 1;
+    out[target] = value;
   }
-  // Passes 0-2 sort by the low half (bits 0-10, 11-21, 22-31), passes 3-4 by the high half.
-  for (let pass = 0; pass < 5; pass++) {
-    const shift = (pass % 3) * DIGIT_BITS;
-    const keys = pass < 3 ? low : high;
-    counts.fill(0);
-    for (let index = 0; index < n; index++) {
-      const digit = ((keys[index] as number) >>> shift) & DIGIT_MASK;
-      counts[digit] = (counts[digit] as number) + 1;
+  let moves = 0;
+  const budget = 8 * n;
+  for (let i = 1; i < n; i++) {
+    const value = out[i] as number;
+    let j = i;
+    while (j > 0 && (out[j - 1] as number) > value) {
+      out[j] = out[j - 1] as number;
+      j--;
     }
-    let offset = 0;
-    for (let digit = 0; digit < BUCKETS; digit++) {
-      const count = counts[digit] as number;
-      counts[digit] = offset;
-      offset += count;
+    out[j] = value;
+    moves += i - j;
+    if (moves > budget) {
+      out.sort();
+      break;
     }
-    for (let index = 0; index < n; index++) {
-      const digit = ((keys[index] as number) >>> shift) & DIGIT_MASK;
-      const target = counts[digit] as number;
-      counts[digit] = target + 1;
-      lowOut[target] = low[index] as number;
-      highOut[target] = high[index] as number;
-    }
-    [low, lowOut] = [lowOut, low];
-    [high, highOut] = [highOut, high];
   }
-  for (let index = 0; index < n; index++) hashes[index] = (high[index] as number) * 4294967296 + (low[index] as number);
-  if (radixLow.length > RADIX_SCRATCH_KEEP) {
-    radixLow = radixHigh = radixLowOut = radixHighOut = new Uint32Array(0);
+  hashes.set(out);
+  if (spread.length > SORT_SCRATCH_KEEP) {
+    spread = new Float64Array(0);
+    bucketCounts = new Uint32Array(0);
   }
   return hashes;
 }
 
 /** Hashes of scratch {@link sortHashes} keeps between calls (for tests). */
-export function radixScratchSize(): number {
-  return radixLow.length;
+export function sortScratchSize(): number {
+  return spread.length;
 }
