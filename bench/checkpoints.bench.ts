@@ -11,8 +11,9 @@
  *    (`sync`) and opens each session 3 times unmeasured (JIT warm-up of both paths).
  * 2. journal commit throughput (one 5-event command per commit) with the default checkpoint
  *    policy vs with checkpoints off, on a session that already holds HISTORY events (half on
- *    memory), on memory, SQLite, JSONL and PostgreSQL (a throwaway server, one schema per store;
- *    target: at most 5% slower). Three sides, each on a
+ *    memory and HTTP), on memory, SQLite, JSONL, PostgreSQL (a throwaway server, one schema per
+ *    store) and the HTTP client (`tp-http`, not in the default run: the local Worker on workerd,
+ *    one session and so one object per store; target: at most 5% slower). Three sides, each on a
  *    store (and file) of its own: 'with' (default policy), 'off-a' and 'off-b' (none). The run is
  *    cut into periods of 820 commits per side, one checkpoint period of the default policy, so
  *    every 'with' period pays for exactly one checkpoint write, whole (each turn waits for the writes
@@ -37,7 +38,7 @@
  * 1,000,000: a process's first open of a JSONL log trusts the validated-state sidecar saved with the
  * checkpoint and validates only the lines appended since, see `validated-state.ts`),
  * CHECKPOINT_BENCH_EDGE_EVENTS (100,000); CHECKPOINT_BENCH_ONLY=open-sqlite,open-jsonl,tp-memory,
- * tp-sqlite,tp-jsonl,tp-postgres,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
+ * tp-sqlite,tp-jsonl,tp-postgres,tp-http,edge picks parts; CHECKPOINT_BENCH_REPEATS (9) opens per side. The full run
  * takes about 15 minutes on a quiet machine (most of it generating and folding the big logs once);
  * the three throughput parts about 2-3 minutes.
  */
@@ -59,7 +60,8 @@ import { CommandId, SessionId } from '../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../test/checkpoint/lifecycle-log.js';
 import { PostgresDurableEventStore } from '../src/postgres.js';
 import { startPostgres, type PostgresServer } from '../test/postgres/server.js';
-import { ADMIN_TOKEN, startEdgeRuntime } from './checkpoints/edge-runtime.js';
+import { ADMIN_TOKEN, startEdgeRuntime, type EdgeRuntime } from './checkpoints/edge-runtime.js';
+import { HttpDurableEventStore } from '../src/adapters/http/http-store.js';
 
 const BIG = Number(process.env['CHECKPOINT_BENCH_EVENTS'] ?? 1_000_000);
 const BIG_JSONL = Number(process.env['CHECKPOINT_BENCH_JSONL_EVENTS'] ?? 1_000_000);
@@ -87,7 +89,13 @@ const results: Array<{ name: string; ratio: number; target: number; detail: stri
 
 type Closable = DurableEventStore & { close?: () => unknown };
 /** `open` is the shared store of the open benches; `fresh(label)` a store of its own (own file). */
-type Backend = { name: string; open: () => Closable; fresh: (label: string) => Closable | Promise<Closable> };
+type Backend = {
+  name: string;
+  open: () => Closable;
+  fresh: (label: string) => Closable | Promise<Closable>;
+  /** The session each throughput store uses (default: one name; stores sharing one server need their own). */
+  session?: (label: string) => SessionId;
+};
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -236,11 +244,12 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   const aa = process.env['CHECKPOINT_BENCH_AA'] === '1';
   const writes: DurableCheckpointWriteInfo[] = [];
   let counting = false;
-  const sessionId = SessionId(`tp-${backend.name}`);
+  const labels = ['a', 'b', 'c'];
+  const sessionOf = (label: string): SessionId => backend.session?.(label) ?? SessionId(`tp-${backend.name}`);
   const stores: Closable[] = [];
-  for (const label of ['a', 'b', 'c']) {
+  for (const label of labels) {
     const store = await backend.fresh(label);
-    await appendCycles(store, sessionId, 0, Math.ceil(history / 5), 200);
+    await appendCycles(store, sessionOf(label), 0, Math.ceil(history / 5), 200);
     stores.push(store);
   }
   const withPolicy: DurableCheckpointPolicy = {
@@ -290,9 +299,10 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   for (let round = 0; round < TP_ROUNDS; round++) {
     counting = false;
     for (const [role, side] of sides.entries()) {
-      const store = stores[(round + role) % stores.length] as Closable;
+      const storeIndex = (round + role) % stores.length;
+      const store = stores[storeIndex] as Closable;
       const checkpoints = role === 0 && !aa ? withPolicy : false;
-      side.journal = await DurableSessionJournal.open(store, sessionId, { pageSize: 1000, checkpoints });
+      side.journal = await DurableSessionJournal.open(store, sessionOf(labels[storeIndex] as string), { pageSize: 1000, checkpoints });
       // The first checkpoint of a 'with' journal covers the whole log it just folded: not measured.
       await side.journal.flushCheckpoints();
     }
@@ -470,6 +480,20 @@ const postgres: Backend = {
     return PostgresDurableEventStore.open({ connectionString: pgServer.url, schema: `tp_${label}` });
   },
 };
+/** The local Worker (started on first use) behind the HTTP client's throughput stores. */
+let edgeRuntime: EdgeRuntime | undefined;
+const httpBackend: Backend = {
+  name: 'http',
+  open: () => {
+    throw new Error('the open benches do not run over HTTP');
+  },
+  fresh: async () => {
+    edgeRuntime ??= await startEdgeRuntime();
+    return new HttpDurableEventStore({ baseUrl: edgeRuntime.url(), token: ADMIN_TOKEN });
+  },
+  // One Worker serves the three stores: each gets a session (an object, a database) of its own.
+  session: (label) => SessionId(`tp-http-${label}`),
+};
 const memoryStore = new MemoryDurableEventStore();
 const memory: Backend = { name: 'memory', open: () => memoryStore, fresh: () => new MemoryDurableEventStore() };
 
@@ -484,6 +508,7 @@ try {
   if (want('tp-sqlite')) await throughputBench(sqlite, HISTORY);
   if (want('tp-jsonl')) await throughputBench(jsonl, HISTORY);
   if (want('tp-postgres')) await throughputBench(postgres, HISTORY);
+  if (only?.split(',').includes('tp-http') === true) await throughputBench(httpBackend, HISTORY / 2);
   if (want('edge')) {
     console.log('edge cold start benchmark...');
     await edgeBench();
@@ -491,6 +516,7 @@ try {
 } finally {
   rmSync(root, { recursive: true, force: true });
   await pgServer?.stop();
+  await edgeRuntime?.stop();
 }
 
 console.log('\n| measurement | ratio | target | detail |\n|---|---|---|---|');
