@@ -12,7 +12,7 @@
  * 2. journal commit throughput (one 5-event command per commit) with the default checkpoint
  *    policy vs with checkpoints off, on a session that already holds HISTORY events (half on
  *    memory and HTTP), on memory, SQLite, JSONL, PostgreSQL (a throwaway server, one schema per
- *    store) and the HTTP client (`tp-http`, not in the default run: the local Worker on workerd,
+ *    store) and the HTTP client (`tp-http`: the local Worker on workerd,
  *    one session and so one object per store; target: at most 5% slower). Three sides, each on a
  *    store (and file) of its own: 'with' (default policy), 'off-a' and 'off-b' (none). The run is
  *    cut into periods of 820 commits per side, one checkpoint period of the default policy, so
@@ -508,7 +508,7 @@ try {
   if (want('tp-sqlite')) await throughputBench(sqlite, HISTORY);
   if (want('tp-jsonl')) await throughputBench(jsonl, HISTORY);
   if (want('tp-postgres')) await throughputBench(postgres, HISTORY);
-  if (only?.split(',').includes('tp-http') === true) await throughputBench(httpBackend, HISTORY / 2);
+  if (want('tp-http')) await throughputBench(httpBackend, HISTORY / 2);
   if (want('edge')) {
     console.log('edge cold start benchmark...');
     await edgeBench();
