@@ -40,11 +40,14 @@ export {
 export type { StoreTestHooks } from './core/store.js';
 export {
   CHECKPOINT_SLICE_BYTES,
+  checkCheckpointExtension,
   checkCheckpointRecord,
+  checkpointExtensionOf,
   extendsStoredRecord,
   MAX_CHECKPOINT_BYTES,
   readCheckpointSlices,
   sliceCheckpointRecord,
+  type DurableCheckpointExtension,
   type DurableCheckpointSlice,
 } from './core/checkpoint/index.js';
 export { anySignal, newAbortError, withDeadline } from './core/abort.js';

@@ -3,7 +3,8 @@
  * (wrangler's local runtime): `GET /v1/sessions/{id}/checkpoint` answers slices of at most 8 MiB
  * (`?offset=` for the next) and `HttpDurableEventStore.readCheckpoint` joins them byte for byte.
  * (A record over the 32 MiB RPC cap is covered inside workerd, `test/workers/checkpoints.test.ts`:
- * only the object itself can write one.)
+ * only the object itself can write one whole; a client extends one.) Extensions: a record that
+ * extends the stored one goes as its tail, and whole when the object or an older Worker refuses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpDurableEventStore } from '../../src/client.js';
@@ -89,4 +90,92 @@ describe('a checkpoint of two slices over HTTP', () => {
     expect(read?.data.length).toBe(size);
     expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(last))).toBe(0);
   }, 120_000);
+});
+
+describe('checkpoint extensions over HTTP', () => {
+  /** A client whose checkpoint POSTs are recorded (body length, extension or not) and optionally rewritten. */
+  function recordingClient(rewrite?: (body: Record<string, unknown>) => Record<string, unknown>) {
+    const posts: Array<{ bytes: number; extension: boolean }> = [];
+    const client = new HttpDurableEventStore({
+      baseUrl: worker.url,
+      token: worker.adminToken,
+      fetch: async (input, init) => {
+        if (init?.method === 'POST' && String(input).endsWith('/checkpoint') && typeof init.body === 'string') {
+          const parsed = JSON.parse(init.body) as Record<string, unknown>;
+          posts.push({ bytes: init.body.length, extension: parsed['extendsBytes'] !== undefined });
+          if (rewrite !== undefined) return fetch(input, { ...init, body: JSON.stringify(rewrite(parsed)) });
+        }
+        return fetch(input, init);
+      },
+    });
+    return { client, posts };
+  }
+  const pattern = (length: number, seed: number): Uint8Array => new Uint8Array(length).map((_, index) => (index * seed + (index >>> 9)) & 255);
+  const joined = (head: Uint8Array, tail: Uint8Array): Uint8Array => {
+    const out = new Uint8Array(head.length + tail.length);
+    out.set(head);
+    out.set(tail, head.length);
+    return out;
+  };
+  const same = (a: Uint8Array | undefined, b: Uint8Array): boolean => a !== undefined && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
+
+  it('a record that extends the stored one sends only its new bytes, and reads back whole', async () => {
+    const { client, posts } = recordingClient();
+    expect(client.checkpointExtension).toBe(true);
+    const session = SessionId(`checkpoint-extension-${Date.now()}`);
+    await appendCycles(client, session, 0, 1);
+    const base = pattern(512 * 1024, 3);
+    await client.writeCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('x-1'), data: base });
+    const extended = joined(base, pattern(1000, 5));
+    await client.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('x-2'), data: extended, extendsBytes: base.length });
+    expect(posts.map((post) => post.extension)).toEqual([false, true]);
+    expect(posts[0]?.bytes).toBeGreaterThan((base.length * 4) / 3);
+    // The tail: 8 bytes of overlap and 1,000 new ones, as base64url in a small JSON body.
+    expect(posts[1]?.bytes).toBeLessThan(2000);
+    const read = await client.readCheckpoint(session);
+    expect(read).toMatchObject({ sequence: 6, eventId: 'x-2' });
+    expect(same(read?.data, extended)).toBe(true);
+  }, 60_000);
+
+  it('an extension of a record the object does not hold is refused and the record sent whole', async () => {
+    const { client, posts } = recordingClient();
+    const session = SessionId(`checkpoint-extension-foreign-${Date.now()}`);
+    await appendCycles(client, session, 0, 1);
+    await client.writeCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('x-1'), data: pattern(4096, 7) });
+    // Claims a prefix of the same length whose last 8 bytes differ from the stored ones.
+    const foreign = joined(pattern(4096, 9), pattern(200, 11));
+    await client.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('x-2'), data: foreign, extendsBytes: 4096 });
+    expect(posts.map((post) => post.extension)).toEqual([false, true, false]);
+    const answer = await api(worker, `/v1/sessions/${session}/checkpoint`, {
+      token: worker.adminToken,
+      method: 'POST',
+      body: { sequence: 6, eventId: 'x-3', extendsBytes: 8, data: 'AAAAAAAAAAAAAAAAAAAAAA' },
+    });
+    expect(await answer.json()).toEqual({ ok: true, extended: false });
+    // Malformed extensions: a prefix length that is not a multiple of 8, a tail of only the 8 overlap bytes.
+    for (const body of [
+      { sequence: 6, eventId: 'x-3', extendsBytes: 12, data: 'AAAAAAAAAAAAAAAAAAAAAA' },
+      { sequence: 6, eventId: 'x-3', extendsBytes: 8, data: 'AAAAAAAAAAA' },
+    ]) {
+      const refused = await api(worker, `/v1/sessions/${session}/checkpoint`, { token: worker.adminToken, method: 'POST', body });
+      expect(refused.status).toBe(400);
+      expect((await readProblem(refused)).code).toBe('DURABLE_EVENT_INVALID_INPUT');
+    }
+    const read = await client.readCheckpoint(session);
+    expect(read?.eventId).toBe('x-2');
+    expect(same(read?.data, foreign)).toBe(true);
+  }, 60_000);
+
+  it('a Worker that refuses the extension field as invalid input gets the record whole', async () => {
+    // An older Worker's strict body schema refuses unknown fields: the extra field stands in for `extendsBytes`.
+    const { client, posts } = recordingClient((body) => (body['extendsBytes'] === undefined ? body : { ...body, olderWorker: true }));
+    const session = SessionId(`checkpoint-extension-older-${Date.now()}`);
+    await appendCycles(client, session, 0, 1);
+    const base = pattern(2048, 13);
+    await client.writeCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('x-1'), data: base });
+    const extended = joined(base, pattern(96, 17));
+    await client.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('x-2'), data: extended, extendsBytes: base.length });
+    expect(posts.map((post) => post.extension)).toEqual([false, true, false]);
+    expect(same((await client.readCheckpoint(session))?.data, extended)).toBe(true);
+  }, 60_000);
 });

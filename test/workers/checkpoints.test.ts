@@ -2,7 +2,7 @@
  * Projection checkpoints inside workerd: the SessionObject writes them itself after plain RPC
  * appends (off the appends' critical path), and after the object is reset (a cold start with the
  * same storage) a journal opens from that checkpoint and matches a full fold. A record larger than
- * one RPC value (32 MiB) reaches a client in slices.
+ * one RPC value (32 MiB) reaches a client in slices, and a client extends one by sending its tail.
  */
 import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
@@ -115,5 +115,42 @@ describe('SessionObject checkpoints', () => {
     });
     expect(slice.totalBytes).toBe(data.length);
     expect(slice.data.length).toBe(CHECKPOINT_SLICE_BYTES);
+  });
+
+  it('a client extends a record larger than one RPC value: only the tail crosses', async () => {
+    const store = new DurableObjectEventStore(env.SESSIONS);
+    expect(store.checkpointExtension).toBe(true);
+    const sessionId = freshSessionId('checkpoint-big-extension');
+    await appendCycles(store, sessionId, 0, 1);
+    const baseBytes = 40 * 1024 * 1024;
+    // One buffer holds the extended record; the object first stores its 40 MiB prefix itself.
+    const data = new Uint8Array(baseBytes + 1024);
+    for (let index = 0; index < data.length; index += 997) data[index] = (index >>> 3) & 255;
+    for (let index = baseBytes; index < data.length; index++) data[index] = (index * 7) & 255;
+    await runInDurableObject(stubFor(sessionId), async (instance) => {
+      const object = instance as unknown as { writeCheckpoint(id: string, record: DurableCheckpointRecord): Promise<{ ok: boolean }> };
+      const base = { sequence: EventSequence(1), eventId: EventId('big-base'), data: data.subarray(0, baseBytes) };
+      expect((await object.writeCheckpoint(sessionId, base)).ok).toBe(true);
+    });
+    // A whole record this size cannot cross RPC (the test above); its extension does.
+    await store.writeCheckpoint(sessionId, { sequence: EventSequence(6), eventId: EventId('big-extended'), data, extendsBytes: baseBytes });
+    const read = await store.readCheckpoint(sessionId);
+    expect(read?.eventId).toBe('big-extended');
+    expect(read?.data.length).toBe(data.length);
+    let firstDifference = -1;
+    for (let index = baseBytes - 4096; index < data.length; index++) {
+      if (read?.data[index] !== data[index]) {
+        firstDifference = index;
+        break;
+      }
+    }
+    expect(firstDifference).toBe(-1);
+    // An extension of a prefix the object does not hold changes nothing through the RPC itself.
+    const refused = await runInDurableObject(stubFor(sessionId), async (instance) => {
+      const object = instance as unknown as { extendCheckpoint(id: string, extension: unknown): Promise<{ ok: true; value: boolean }> };
+      return (await object.extendCheckpoint(sessionId, { sequence: 6, eventId: 'other', extendsBytes: baseBytes, tail: new Uint8Array(16) })).value;
+    });
+    expect(refused).toBe(false);
+    expect((await store.readCheckpoint(sessionId))?.eventId).toBe('big-extended');
   });
 });

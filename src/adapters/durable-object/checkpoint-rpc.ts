@@ -3,7 +3,7 @@
  * object and its clients. Bytes cross RPC as `Uint8Array` (structured clone). A record may be
  * larger than one RPC value (32 MiB), so reads come in slices (`readCheckpointSlices` joins them).
  */
-import type { DurableCheckpointRecord, DurableCheckpointSlice } from '../../core/checkpoint/contract.js';
+import type { DurableCheckpointExtension, DurableCheckpointRecord, DurableCheckpointSlice } from '../../core/checkpoint/contract.js';
 import type { RpcResult } from './rpc.js';
 
 /** Checkpoint methods of the per-session Durable Object. */
@@ -19,4 +19,11 @@ export interface SessionObjectCheckpointRpc {
    * no such cap.
    */
   writeCheckpoint(sessionId: string, record: DurableCheckpointRecord): Promise<RpcResult<null>>;
+  /**
+   * Appends the new bytes of a record that extends the stored one (`DurableCheckpointExtension`:
+   * only its tail crosses, so it is not bounded by one RPC value) when the stored record is exactly
+   * the prefix it builds on: `true`; otherwise nothing is written, `false`, and the client sends
+   * the whole record with {@link writeCheckpoint}.
+   */
+  extendCheckpoint(sessionId: string, extension: DurableCheckpointExtension): Promise<RpcResult<boolean>>;
 }

@@ -44,6 +44,7 @@ import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import {
   checkCheckpointRecord,
+  checkpointExtensionOf,
   readCheckpointSlices,
   type DurableCheckpointRecord,
   type DurableCheckpointSlice,
@@ -171,11 +172,27 @@ export class DurableObjectEventStore
     );
   }
 
-  /** Replaces the session's projection checkpoint in its object. */
+  /**
+   * The object keeps extended records: a record that extends the stored one sends only its new
+   * bytes (`extendCheckpoint`), and the whole record when the object no longer holds that prefix.
+   */
+  readonly checkpointExtension = true;
+
+  /**
+   * Replaces the session's projection checkpoint in its object. A record that extends the stored
+   * one crosses as its tail (see {@link checkpointExtension}); a whole record crosses in one RPC
+   * value, so at most 32 MiB.
+   */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
-    const checked = checkCheckpointRecord(record);
-    await this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, checked));
+    const checked = checkCheckpointRecord(record, false);
+    const extension = checkpointExtensionOf(checked);
+    if (extension !== null) {
+      const tail = { ...extension, tail: extension.tail.slice() };
+      if (await this.#call<boolean>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).extendCheckpoint(id, tail))) return;
+    }
+    const whole = { sequence: checked.sequence, eventId: checked.eventId, data: checked.data.slice() };
+    await this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, whole));
   }
 
   /**

@@ -16,7 +16,13 @@
  *    subscription per listener; see `websocket-watch.ts`.
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
-import { checkCheckpointRecord, readCheckpointSlices, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import {
+  checkCheckpointRecord,
+  checkpointExtensionOf,
+  readCheckpointSlices,
+  type DurableCheckpointRecord,
+  type DurableCheckpointStore,
+} from '../../core/checkpoint/contract.js';
 import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
 import { isTimeSource, systemTime, type TimeSource } from '../../core/time.js';
@@ -286,17 +292,36 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     });
   }
 
-  /** Replaces the session's projection checkpoint in its object (`POST .../checkpoint`). */
+  /**
+   * The object keeps extended records: a record that extends the stored one sends only its new
+   * bytes (`POST .../checkpoint` with `extendsBytes`), and the whole record when the object no
+   * longer holds that prefix or the Worker predates extensions.
+   */
+  readonly checkpointExtension = true;
+
+  /**
+   * Replaces the session's projection checkpoint in its object (`POST .../checkpoint`); a record
+   * that extends the stored one sends its tail (see {@link checkpointExtension}).
+   */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options: DurableStoreCallOptions = {}): Promise<void> {
     const id = checkSessionId(sessionId);
-    const checked = checkCheckpointRecord(record);
-    await this.#request({
-      method: 'POST',
-      path: sessionPath(HTTP_PATHS.checkpoint, id),
-      body: { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) },
-      signal: options.signal,
-      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'writeCheckpoint'),
-    });
+    // The caller's array is lent until this call settles: encoded from it, never kept.
+    const checked = checkCheckpointRecord(record, false);
+    const path = sessionPath(HTTP_PATHS.checkpoint, id);
+    const failures = storeFailures('DURABLE_EVENT_UNAVAILABLE', 'writeCheckpoint');
+    const extension = checkpointExtensionOf(checked);
+    if (extension !== null) {
+      const body = { sequence: extension.sequence, eventId: extension.eventId, extendsBytes: extension.extendsBytes, data: encodeBase64Url(extension.tail) };
+      try {
+        const result = await this.#request({ method: 'POST', path, body, signal: options.signal, failures });
+        if (isRecord(result) && result['extended'] === true) return;
+      } catch (error) {
+        // A Worker from before extensions refuses the field as invalid input: send the record whole.
+        if (!(error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT')) throw error;
+      }
+    }
+    const whole = { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) };
+    await this.#request({ method: 'POST', path, body: whole, signal: options.signal, failures });
   }
 
   async acquireExecutionLease(

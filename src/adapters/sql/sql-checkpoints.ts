@@ -18,7 +18,15 @@
  * A session without a head row has a record written before the head table existed (each row then
  * carries the record's position and chunk count); it is read that way.
  */
-import { checkCheckpointRecord, joinCheckpointChunks, storedTailMatches, type CheckpointChunk, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import {
+  checkCheckpointExtension,
+  checkCheckpointRecord,
+  checkpointExtensionOf,
+  joinCheckpointChunks,
+  type CheckpointChunk,
+  type DurableCheckpointExtension,
+  type DurableCheckpointRecord,
+} from '../../core/checkpoint/contract.js';
 import { checkSessionId } from '../../core/log-engine.js';
 import { EventId, EventSequence, type SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';
@@ -42,6 +50,16 @@ interface HeadRow {
 }
 
 const bytesOf = (data: Uint8Array | ArrayBuffer): Uint8Array => (data instanceof Uint8Array ? data : new Uint8Array(data));
+
+/** Where a record stands (what its rows and head carry besides bytes). */
+type Position = Pick<DurableCheckpointRecord, 'sequence' | 'eventId'>;
+
+/** True when `stored` holds exactly the bytes of `expected`. */
+function sameBytes(stored: Uint8Array | null, expected: Uint8Array): boolean {
+  if (stored === null || stored.length !== expected.length) return false;
+  for (let index = 0; index < expected.length; index++) if (stored[index] !== expected[index]) return false;
+  return true;
+}
 
 /** The checkpoint tables of one SQL database. */
 export class SqlCheckpoints {
@@ -74,16 +92,28 @@ export class SqlCheckpoints {
     const id = checkSessionId(sessionId);
     const checked = checkCheckpointRecord(record, false);
     this.driver.transaction(() => {
-      const prefix = checked.extendsBytes;
-      if (prefix !== undefined && this.#extend(id, checked, prefix)) return;
+      const extension = checkpointExtensionOf(checked);
+      if (extension !== null && this.#extend(id, extension)) return;
       this.driver.exec('DELETE FROM checkpoints WHERE session_id = ?', id);
-      const chunks = this.#insertChunks(id, checked, 0, 0);
-      this.#setHead(id, checked, chunks);
+      const chunks = this.#insertChunks(id, checked, checked.data, 0);
+      this.#setHead(id, checked, chunks, checked.data.length);
     });
   }
 
-  /** Appends the bytes after `prefix` when the stored record is exactly that prefix; else false. */
-  #extend(id: string, record: DurableCheckpointRecord, prefix: number): boolean {
+  /**
+   * Appends an extension's new bytes (one transaction) when the stored record is exactly the
+   * prefix it builds on; otherwise changes nothing and returns false (the writer then sends the
+   * record whole). What the Durable Object answers a remote writer's extension with.
+   */
+  extend(sessionId: SessionId, extension: DurableCheckpointExtension): boolean {
+    const id = checkSessionId(sessionId);
+    const checked = checkCheckpointExtension(extension);
+    return this.driver.transaction(() => this.#extend(id, checked));
+  }
+
+  /** Appends the bytes after the extension's prefix when the stored record is exactly that prefix; else false. */
+  #extend(id: string, extension: DurableCheckpointExtension): boolean {
+    const prefix = extension.extendsBytes;
     const head = this.#head(id);
     if (head === undefined || head.bytes !== prefix) return false;
     const last = this.driver.query<{ tail: Uint8Array | ArrayBuffer | null }>(
@@ -91,46 +121,45 @@ export class SqlCheckpoints {
       id,
       head.chunks - 1,
     )[0];
-    const tail = last?.tail;
-    if (!storedTailMatches(tail ? bytesOf(tail) : null, record)) return false;
+    const stored = last?.tail;
+    if (!sameBytes(stored ? bytesOf(stored) : null, extension.tail.subarray(0, 8))) return false;
     // Rows past the head (a longer record replaced by a shorter one is deleted whole, so there are
     // none unless something else wrote them) must not be read as part of this record later.
     this.driver.exec('DELETE FROM checkpoints WHERE session_id = ? AND chunk >= ?', id, head.chunks);
-    const chunks = this.#insertChunks(id, record, prefix, head.chunks);
-    this.#setHead(id, record, chunks);
+    const chunks = this.#insertChunks(id, extension, extension.tail.subarray(8), head.chunks);
+    this.#setHead(id, extension, chunks, prefix + extension.tail.length - 8);
     return true;
   }
 
-  /** Inserts `record.data[from..]` as chunk rows from `firstChunk` on; returns the chunk count after. */
-  #insertChunks(id: string, record: DurableCheckpointRecord, from: number, firstChunk: number): number {
-    const length = record.data.length - from;
-    const count = Math.max(firstChunk === 0 ? 1 : 0, Math.ceil(length / CHECKPOINT_CHUNK_BYTES));
+  /** Inserts `bytes` as chunk rows from `firstChunk` on; returns the chunk count after. */
+  #insertChunks(id: string, position: Position, bytes: Uint8Array, firstChunk: number): number {
+    const count = Math.max(firstChunk === 0 ? 1 : 0, Math.ceil(bytes.length / CHECKPOINT_CHUNK_BYTES));
     for (let index = 0; index < count; index++) {
-      const start = from + index * CHECKPOINT_CHUNK_BYTES;
-      const part = record.data.subarray(start, Math.min(record.data.length, start + CHECKPOINT_CHUNK_BYTES));
+      const start = index * CHECKPOINT_CHUNK_BYTES;
+      const part = bytes.subarray(start, Math.min(bytes.length, start + CHECKPOINT_CHUNK_BYTES));
       this.driver.exec(
         'INSERT INTO checkpoints (session_id, chunk, chunks, sequence, event_id, data) VALUES (?, ?, ?, ?, ?, ?)',
         id,
         firstChunk + index,
         firstChunk + count,
-        record.sequence,
-        record.eventId,
+        position.sequence,
+        position.eventId,
         part,
       );
     }
     return firstChunk + count;
   }
 
-  #setHead(id: string, record: DurableCheckpointRecord, chunks: number): void {
+  #setHead(id: string, position: Position, chunks: number, bytes: number): void {
     this.driver.exec(
       `INSERT INTO checkpoint_heads (session_id, sequence, event_id, chunks, bytes) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (session_id) DO UPDATE SET sequence = excluded.sequence, event_id = excluded.event_id,
          chunks = excluded.chunks, bytes = excluded.bytes`,
       id,
-      record.sequence,
-      record.eventId,
+      position.sequence,
+      position.eventId,
       chunks,
-      record.data.length,
+      bytes,
     );
   }
 

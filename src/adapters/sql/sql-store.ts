@@ -15,7 +15,7 @@
  * after SQLite's WAL fsync; in a Durable Object, the runtime's output gate holds every reply until
  * the write is durable.
  */
-import type { DurableCheckpointRecord, DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import type { DurableCheckpointExtension, DurableCheckpointRecord, DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import { SqlCheckpoints } from './sql-checkpoints.js';
 import { throwIfAborted } from '../../core/abort.js';
 import type {
@@ -141,6 +141,16 @@ export class SqlDurableEventStore
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
     this.checkpoints.write(sessionId, record);
+  }
+
+  /**
+   * Appends a remote writer's extension to the stored checkpoint (one transaction) when that record
+   * is exactly the prefix it builds on; `false` (nothing written) otherwise: the writer then sends
+   * the whole record. See `DurableCheckpointExtension`.
+   */
+  async extendCheckpoint(sessionId: SessionId, extension: DurableCheckpointExtension, options?: DurableStoreCallOptions): Promise<boolean> {
+    throwIfAborted(options?.signal);
+    return this.checkpoints.extend(sessionId, extension);
   }
 
   watch(sessionId: SessionId, listener: DurableAppendListener): () => void {

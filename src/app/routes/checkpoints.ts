@@ -2,18 +2,19 @@
  * The projection checkpoint route (see `docs/checkpoints.md`): `GET` reads the session's latest
  * checkpoint from its object, in slices of at most {@link HTTP_CHECKPOINT_SLICE_BYTES} (`?offset=`
  * for the next; a record may be larger than one Worker-to-object RPC value or a sane response),
- * `POST` replaces it. The bytes travel as unpadded base64url in JSON. The object also writes
- * checkpoints on its own; clients (the HTTP store) mostly read them.
+ * `POST` replaces it, or (with `extendsBytes`) appends the new bytes of a record that extends the
+ * stored one, so a client's regular write sends the IDs used since its last one rather than the
+ * whole record. The bytes travel as unpadded base64url in JSON. The object also writes
+ * checkpoints on its own.
  */
 import { z } from 'zod';
 import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
-import { MAX_CHECKPOINT_BYTES, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import { MAX_CHECKPOINT_BYTES, type DurableCheckpointExtension, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
 import { encodeBase64Url, decodeBase64Url } from '../../protocol/base64url.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { EventId, EventSequence } from '../../protocol/ids.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { okResponseSchema } from '../schemas.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 
 /** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
@@ -41,6 +42,31 @@ const wireCheckpointSliceSchema = wireCheckpointSchema
   .strict();
 
 const readResponseSchema = z.object({ checkpoint: wireCheckpointSliceSchema.nullable() }).strict();
+
+/** A write: a whole record, or (with `extendsBytes`) the tail of one that extends the stored record. */
+const writeBodySchema = wireCheckpointSchema
+  .extend({
+    extendsBytes: z
+      .number()
+      .int()
+      .min(8)
+      .multipleOf(8)
+      .optional()
+      .describe(
+        'the record extends the stored one of exactly this many bytes: `data` then holds its bytes from extendsBytes - 8 on (the 8 the stored record must end with, then the new ones)',
+      ),
+  })
+  .strict();
+
+const writeResponseSchema = z
+  .strictObject({
+    ok: z.literal(true),
+    extended: z
+      .boolean()
+      .optional()
+      .describe('for an extension: false when the stored record is not the prefix it builds on (nothing was written; send the record whole)'),
+  })
+  .meta({ id: 'CheckpointWriteResponse' });
 
 const readQuerySchema = z
   .object({ offset: z.string().regex(/^\d{1,12}$/).optional().describe('first byte of the slice (default 0)') })
@@ -86,17 +112,23 @@ export function checkpointRoutes(): RouteDefinition[] {
       method: 'post',
       path: HTTP_PATHS.checkpoint,
       operationId: 'writeCheckpoint',
-      summary: "Replace the session's projection checkpoint",
+      summary: "Replace the session's projection checkpoint, or extend it",
       tags: ['checkpoints'],
       scope: 'append',
-      body: wireCheckpointSchema,
+      body: writeBodySchema,
       maxBodyBytes: Math.ceil((MAX_HTTP_CHECKPOINT_BYTES * 4) / 3) + 1024,
-      response: { schema: okResponseSchema, description: 'Stored.' },
+      response: { schema: writeResponseSchema, description: 'Stored (for an extension: `extended` says whether).' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_LIMIT_EXCEEDED', 'DURABLE_EVENT_UNAVAILABLE'],
       async handle({ sessionId, object, body }) {
         const data = decodeBase64Url(body.data);
         if (data === undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint data is not base64url');
-        const record: DurableCheckpointRecord = { sequence: EventSequence(body.sequence), eventId: EventId(body.eventId), data };
+        const position = { sequence: EventSequence(body.sequence), eventId: EventId(body.eventId) };
+        if (body.extendsBytes !== undefined) {
+          const extension: DurableCheckpointExtension = { ...position, extendsBytes: body.extendsBytes, tail: data };
+          const extended = await callObject(() => checkpointRpc(object).extendCheckpoint(sessionId, extension), unavailable);
+          return { ok: true as const, extended };
+        }
+        const record: DurableCheckpointRecord = { ...position, data };
         await callObject(() => checkpointRpc(object).writeCheckpoint(sessionId, record), unavailable);
         return { ok: true as const };
       },

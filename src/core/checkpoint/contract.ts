@@ -102,19 +102,11 @@ export function checkCheckpointRecord(record: unknown, copy = true): DurableChec
   if (typeof r !== 'object' || r === null) {
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a checkpoint record must be an object');
   }
-  if (typeof r.sequence !== 'number' || !Number.isSafeInteger(r.sequence) || r.sequence < 1) {
-    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint sequence must be an integer >= 1');
-  }
-  const eventIdProblem = typeof r.eventId === 'string' ? describeInvalidId(r.eventId) : 'must be a string';
-  if (eventIdProblem !== undefined) {
-    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `checkpoint eventId ${eventIdProblem}`);
-  }
+  const { sequence, eventId } = checkPosition(r);
   if (!(r.data instanceof Uint8Array)) {
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint data must be a Uint8Array');
   }
-  if (r.data.length > MAX_CHECKPOINT_BYTES) {
-    throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `checkpoint data exceeds ${MAX_CHECKPOINT_BYTES} bytes`);
-  }
+  checkSize(r.data.length);
   const extendsBytes = r.extendsBytes;
   if (
     extendsBytes !== undefined &&
@@ -125,9 +117,75 @@ export function checkCheckpointRecord(record: unknown, copy = true): DurableChec
       'checkpoint extendsBytes must be a multiple of 8, at least 8 and less than the data length',
     );
   }
-  // SAFETY: checked above.
-  const checked = { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId, data: copy ? r.data.slice() : r.data };
+  const checked = { sequence, eventId, data: copy ? r.data.slice() : r.data };
   return extendsBytes === undefined ? checked : { ...checked, extendsBytes };
+}
+
+/**
+ * What a remote writer sends instead of a whole record that extends the stored one (the Durable
+ * Object RPC client and the HTTP client): the record's position, the length of the prefix it
+ * builds on (its `extendsBytes`), and its bytes from `extendsBytes - 8` to its end, so the first 8
+ * bytes are the ones the stored record must end with and the rest are the new frames. A record of
+ * 7 MB that extends by 100 KB then crosses the wire as 100 KB, and tails are not bounded by one
+ * RPC value the way whole records are.
+ */
+export interface DurableCheckpointExtension {
+  readonly sequence: EventSequence;
+  readonly eventId: EventId;
+  /** Bytes of the stored record this one extends (a multiple of 8, at least 8). */
+  readonly extendsBytes: number;
+  /** The record's bytes from `extendsBytes - 8` on (more than 8 bytes). */
+  readonly tail: Uint8Array;
+}
+
+/** The extension a writer sends for `record` (checked), or `null` when it extends nothing. */
+export function checkpointExtensionOf(record: DurableCheckpointRecord): DurableCheckpointExtension | null {
+  const prefix = record.extendsBytes;
+  if (prefix === undefined) return null;
+  return { sequence: record.sequence, eventId: record.eventId, extendsBytes: prefix, tail: record.data.subarray(prefix - 8) };
+}
+
+/**
+ * The checks a store runs on an extension it receives (bad input is `DURABLE_EVENT_INVALID_INPUT`,
+ * a record that would grow past {@link MAX_CHECKPOINT_BYTES} `DURABLE_EVENT_LIMIT_EXCEEDED`), the
+ * same as {@link checkCheckpointRecord} runs on the whole record. Returns it with the caller's
+ * bytes (stores consume them before their call settles).
+ */
+export function checkCheckpointExtension(extension: unknown): DurableCheckpointExtension {
+  const e = extension as Partial<DurableCheckpointExtension> | null;
+  if (typeof e !== 'object' || e === null) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a checkpoint extension must be an object');
+  }
+  const prefix = e.extendsBytes;
+  if (typeof prefix !== 'number' || !Number.isSafeInteger(prefix) || prefix < 8 || prefix % 8 !== 0) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint extendsBytes must be a multiple of 8 and at least 8');
+  }
+  if (!(e.tail instanceof Uint8Array) || e.tail.length <= 8) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a checkpoint extension tail must be bytes, more than 8 of them');
+  }
+  const { sequence, eventId } = checkPosition(e);
+  checkSize(prefix - 8 + e.tail.length);
+  return { sequence, eventId, extendsBytes: prefix, tail: e.tail };
+}
+
+/** The position checks of {@link checkCheckpointRecord} and {@link checkCheckpointExtension}. */
+function checkPosition(r: { sequence?: unknown; eventId?: unknown }): { sequence: EventSequence; eventId: EventId } {
+  if (typeof r.sequence !== 'number' || !Number.isSafeInteger(r.sequence) || r.sequence < 1) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint sequence must be an integer >= 1');
+  }
+  const eventIdProblem = typeof r.eventId === 'string' ? describeInvalidId(r.eventId) : 'must be a string';
+  if (eventIdProblem !== undefined) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `checkpoint eventId ${eventIdProblem}`);
+  }
+  // SAFETY: checked above.
+  return { sequence: r.sequence as EventSequence, eventId: r.eventId as EventId };
+}
+
+/** The size limit of a whole record (`length` bytes). */
+function checkSize(length: number): void {
+  if (length > MAX_CHECKPOINT_BYTES) {
+    throw new DurableEventStoreError('DURABLE_EVENT_LIMIT_EXCEEDED', `checkpoint data exceeds ${MAX_CHECKPOINT_BYTES} bytes`);
+  }
 }
 
 /**

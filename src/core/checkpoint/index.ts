@@ -5,12 +5,15 @@
  */
 export {
   CHECKPOINT_SLICE_BYTES,
+  checkCheckpointExtension,
   checkCheckpointRecord,
+  checkpointExtensionOf,
   extendsStoredRecord,
   isCheckpointStore,
   MAX_CHECKPOINT_BYTES,
   readCheckpointSlices,
   sliceCheckpointRecord,
+  type DurableCheckpointExtension,
   type DurableCheckpointRecord,
   type DurableCheckpointSlice,
   type DurableCheckpointStore,

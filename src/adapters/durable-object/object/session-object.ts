@@ -77,7 +77,13 @@ import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
 import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
-import { CHECKPOINT_SLICE_BYTES, sliceCheckpointRecord, type DurableCheckpointRecord, type DurableCheckpointSlice } from '../../../core/checkpoint/contract.js';
+import {
+  CHECKPOINT_SLICE_BYTES,
+  sliceCheckpointRecord,
+  type DurableCheckpointExtension,
+  type DurableCheckpointRecord,
+  type DurableCheckpointSlice,
+} from '../../../core/checkpoint/contract.js';
 import type { RecoveryOperation } from '../../../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
@@ -341,6 +347,10 @@ export class SessionObject
       await this.#store.writeCheckpoint(this.bindSession(sessionId), record);
       return null;
     });
+  }
+
+  async extendCheckpoint(sessionId: string, extension: DurableCheckpointExtension): Promise<RpcResult<boolean>> {
+    return toRpcResult(() => this.#store.extendCheckpoint(this.bindSession(sessionId), extension));
   }
 
   // ---- RPC: the store contract --------------------------------------------------------------
