@@ -1,9 +1,19 @@
 /**
  * The helpers SQL stores (SQLite, the Durable Object, PostgreSQL) share to read a checkpoint
- * record kept in numbered chunks and to check the stored tail an extension builds on.
+ * record kept in numbered chunks and to check the stored tail an extension builds on; the
+ * extension a remote writer sends instead of a whole record, and the SQL store's `extendCheckpoint`.
  */
 import { describe, expect, it } from 'vitest';
-import { extendsStoredRecord, joinCheckpointChunks, storedTailMatches, type DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
+import {
+  checkCheckpointExtension,
+  checkpointExtensionOf,
+  extendsStoredRecord,
+  joinCheckpointChunks,
+  MAX_CHECKPOINT_BYTES,
+  storedTailMatches,
+  type DurableCheckpointRecord,
+} from '../../src/core/checkpoint/contract.js';
+import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { EventId, EventSequence } from '../../src/protocol/ids.js';
 
 const bytes = (...values: number[]): Uint8Array => Uint8Array.from(values);
@@ -39,5 +49,64 @@ describe('checkpoint chunks', () => {
     expect(storedTailMatches(null, record)).toBe(false);
     expect(storedTailMatches(stored.subarray(8, 16), { ...record, extendsBytes: undefined }), 'not an extension').toBe(false);
     expect(extendsStoredRecord(stored.subarray(0, 8), record), 'a stored record shorter than the prefix').toBe(false);
+  });
+
+  it('a remote extension is the record from extendsBytes - 8 on, checked like the whole record', () => {
+    const data = Uint8Array.from({ length: 40 }, (_, index) => index);
+    const record: DurableCheckpointRecord = { sequence: EventSequence(3), eventId: EventId('e-3'), data, extendsBytes: 16 };
+    const extension = checkpointExtensionOf(record);
+    expect(extension).toMatchObject({ sequence: 3, eventId: 'e-3', extendsBytes: 16 });
+    expect(Array.from(extension?.tail ?? [])).toEqual(Array.from(data.subarray(8)));
+    expect(checkpointExtensionOf({ ...record, extendsBytes: undefined })).toBeNull();
+    expect(checkCheckpointExtension(extension)).toEqual(extension);
+    const refused = (value: unknown): string | undefined => {
+      try {
+        checkCheckpointExtension(value);
+        return undefined;
+      } catch (error) {
+        return (error as { code?: string }).code;
+      }
+    };
+    const valid = { sequence: 3, eventId: 'e-3', extendsBytes: 16, tail: new Uint8Array(9) };
+    expect(refused(valid)).toBeUndefined();
+    for (const bad of [
+      null,
+      { ...valid, extendsBytes: 12 },
+      { ...valid, extendsBytes: 0 },
+      { ...valid, extendsBytes: undefined },
+      { ...valid, tail: new Uint8Array(8) },
+      { ...valid, tail: [1, 2, 3, 4, 5, 6, 7, 8, 9] },
+      { ...valid, sequence: 0 },
+      { ...valid, eventId: '' },
+    ]) {
+      expect(refused(bad), JSON.stringify(bad)).toBe('DURABLE_EVENT_INVALID_INPUT');
+    }
+    // The size limit applies to the record the extension makes, not to the tail.
+    expect(refused({ ...valid, extendsBytes: MAX_CHECKPOINT_BYTES })).toBe('DURABLE_EVENT_LIMIT_EXCEEDED');
+  });
+
+  it('the SQL store appends an extension only onto exactly its prefix, in one transaction', async () => {
+    const store = new SqliteDurableEventStore(':memory:');
+    try {
+      const session = 's-1' as never;
+      await store.append(session, [{ type: 'session_created', data: {} }]);
+      const base = Uint8Array.from({ length: 3 * 1024 * 1024 + 8 }, (_, index) => (index * 7) & 255);
+      await store.writeCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('a'), data: base });
+      const tail = Uint8Array.from({ length: 108 }, (_, index) => (index < 8 ? (base[base.length - 8 + index] as number) : index));
+      // A prefix of another length, or other last 8 bytes: nothing written.
+      expect(await store.extendCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('b'), extendsBytes: base.length - 8, tail })).toBe(false);
+      const other = tail.slice();
+      other[0] = (other[0] as number) ^ 1;
+      expect(await store.extendCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('b'), extendsBytes: base.length, tail: other })).toBe(false);
+      expect((await store.readCheckpoint(session))?.eventId).toBe('a');
+      expect(await store.extendCheckpoint(session, { sequence: EventSequence(1), eventId: EventId('c'), extendsBytes: base.length, tail })).toBe(true);
+      const read = await store.readCheckpoint(session);
+      expect(read?.eventId).toBe('c');
+      expect(read?.data.length).toBe(base.length + 100);
+      expect(Buffer.compare(Buffer.from(read?.data.subarray(0, base.length) ?? []), Buffer.from(base))).toBe(0);
+      expect(Array.from(read?.data.subarray(base.length) ?? [])).toEqual(Array.from(tail.subarray(8)));
+    } finally {
+      store.close();
+    }
   });
 });
