@@ -2,8 +2,8 @@
  * A projection checkpoint record larger than one response slice, through the real Worker
  * (wrangler's local runtime): `GET /v1/sessions/{id}/checkpoint` answers slices of at most 8 MiB
  * (`?offset=` for the next) and `HttpDurableEventStore.readCheckpoint` joins them byte for byte.
- * (A record over the 32 MiB RPC cap is covered inside workerd, `test/workers/checkpoints.test.ts`:
- * only the object itself can write one whole; a client extends one.) Extensions: a record that
+ * A record over the 32 MiB Worker-to-object RPC cap is written whole through the Worker (which
+ * passes it on in slices); inside workerd, `test/workers/checkpoints.test.ts` covers the RPC client. Extensions: a record that
  * extends the stored one goes as its tail, and whole when the object or an older Worker refuses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +89,21 @@ describe('a checkpoint of two slices over HTTP', () => {
     expect(read?.eventId).toBe('e-7');
     expect(read?.data.length).toBe(size);
     expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(last))).toBe(0);
+  }, 120_000);
+});
+
+describe('a whole checkpoint larger than one RPC value over HTTP', () => {
+  it('is written through the Worker, which hands it to the object in slices, and reads back whole', async () => {
+    const session = SessionId(`large-checkpoint-rpc-cap-${Date.now()}`);
+    await appendCycles(store, session, 0, 1);
+    const size = 36 * 1024 * 1024 + 3;
+    const big = new Uint8Array(size);
+    for (let index = 0; index < size; index += 5) big[index] = (index * 11) & 255;
+    await store.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('e-over-cap'), data: big });
+    const read = await store.readCheckpoint(session);
+    expect(read?.eventId).toBe('e-over-cap');
+    expect(read?.data.length).toBe(size);
+    expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(big))).toBe(0);
   }, 120_000);
 });
 

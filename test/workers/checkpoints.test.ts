@@ -2,7 +2,8 @@
  * Projection checkpoints inside workerd: the SessionObject writes them itself after plain RPC
  * appends (off the appends' critical path), and after the object is reset (a cold start with the
  * same storage) a journal opens from that checkpoint and matches a full fold. A record larger than
- * one RPC value (32 MiB) reaches a client in slices, and a client extends one by sending its tail.
+ * one RPC value (32 MiB) crosses between a client and the object in slices both ways, and a client
+ * extends one by sending its tail.
  */
 import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
@@ -83,19 +84,15 @@ describe('SessionObject checkpoints', () => {
     expect(journal.getProjection()).toEqual(full.getProjection());
   });
 
-  it('hands a client a record larger than one RPC value (32 MiB) in slices', async () => {
+  it('a client writes and reads a record larger than one RPC value (32 MiB), in slices', async () => {
     const store = new DurableObjectEventStore(env.SESSIONS);
     const sessionId = freshSessionId('checkpoint-big');
     await appendCycles(store, sessionId, 0, 1);
     const data = new Uint8Array(40 * 1024 * 1024);
     for (let index = 0; index < data.length; index += 997) data[index] = (index >>> 3) & 255;
     const record: DurableCheckpointRecord = { sequence: EventSequence(1), eventId: EventId('big-record'), data };
-    // Written inside the object (its own writes have no RPC cap): a client's write of it cannot cross RPC.
-    await runInDurableObject(stubFor(sessionId), async (instance) => {
-      const object = instance as unknown as { writeCheckpoint(id: string, record: DurableCheckpointRecord): Promise<{ ok: boolean }> };
-      expect((await object.writeCheckpoint(sessionId, record)).ok).toBe(true);
-    });
-    await expect(store.writeCheckpoint(sessionId, record)).rejects.toMatchObject({ message: expect.stringMatching(/32MiB/) });
+    // One RPC value cannot hold it: the client sends three slices of at most 16 MiB.
+    await store.writeCheckpoint(sessionId, record);
     const read = await store.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('big-record');
     expect(read?.data.length).toBe(data.length);
@@ -152,5 +149,26 @@ describe('SessionObject checkpoints', () => {
     });
     expect(refused).toBe(false);
     expect((await store.readCheckpoint(sessionId))?.eventId).toBe('big-extended');
+  });
+
+  it('gathers a sliced whole record in order and writes it only once complete', async () => {
+    const store = new DurableObjectEventStore(env.SESSIONS);
+    const sessionId = freshSessionId('checkpoint-slices');
+    await appendCycles(store, sessionId, 0, 1);
+    type SliceRpc = { writeCheckpointSlice(id: string, slice: unknown): Promise<{ ok: boolean; value?: boolean; error?: { code: string } }> };
+    const send = (slice: Record<string, unknown>) =>
+      runInDurableObject(stubFor(sessionId), async (instance) => (instance as unknown as SliceRpc).writeCheckpointSlice(sessionId, slice));
+    const base = { uploadId: 'u-1', sequence: 1, eventId: 'sliced', totalBytes: 10 };
+    expect(await send({ ...base, offset: 0, data: new Uint8Array([0, 1, 2, 3]) })).toMatchObject({ ok: true, value: false });
+    // Out of order, or another upload's continuation: refused; the upload stays as it was.
+    expect(await send({ ...base, offset: 6, data: new Uint8Array([6, 7, 8, 9]) })).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
+    expect(await send({ ...base, uploadId: 'u-2', offset: 4, data: new Uint8Array([4, 5]) })).toMatchObject({ ok: false });
+    expect(await store.readCheckpoint(sessionId)).toBeNull();
+    expect(await send({ ...base, offset: 4, data: new Uint8Array([4, 5]) })).toMatchObject({ ok: true, value: false });
+    expect(await store.readCheckpoint(sessionId)).toBeNull();
+    expect(await send({ ...base, offset: 6, data: new Uint8Array([6, 7, 8, 9]) })).toMatchObject({ ok: true, value: true });
+    const read = await store.readCheckpoint(sessionId);
+    expect(read?.eventId).toBe('sliced');
+    expect(Array.from(read?.data ?? [])).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 });

@@ -41,7 +41,7 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
-import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
+import { writeWholeCheckpoint, type SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import {
   checkCheckpointRecord,
   checkpointExtensionOf,
@@ -180,8 +180,8 @@ export class DurableObjectEventStore
 
   /**
    * Replaces the session's projection checkpoint in its object. A record that extends the stored
-   * one crosses as its tail (see {@link checkpointExtension}); a whole record crosses in one RPC
-   * value, so at most 32 MiB.
+   * one crosses as its tail (see {@link checkpointExtension}); a whole record in one RPC value, or
+   * in slices of 16 MiB when it is larger (one RPC value is at most 32 MiB).
    */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
@@ -191,8 +191,12 @@ export class DurableObjectEventStore
       const tail = { ...extension, tail: extension.tail.slice() };
       if (await this.#call<boolean>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).extendCheckpoint(id, tail))) return;
     }
-    const whole = { sequence: checked.sequence, eventId: checked.eventId, data: checked.data.slice() };
-    await this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, whole));
+    // A view would carry its whole buffer across RPC: the whole record goes as a copy (slices are copies).
+    await writeWholeCheckpoint(
+      { sequence: checked.sequence, eventId: checked.eventId, data: checked.data },
+      (record) => this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, { ...record, data: record.data.slice() })),
+      (slice) => this.#call<boolean>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpointSlice(id, slice)),
+    );
   }
 
   /**

@@ -8,7 +8,7 @@
  * checkpoints on its own.
  */
 import { z } from 'zod';
-import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
+import { writeWholeCheckpoint, type SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
 import { MAX_CHECKPOINT_BYTES, type DurableCheckpointExtension, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
 import { encodeBase64Url, decodeBase64Url } from '../../protocol/base64url.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
@@ -129,7 +129,12 @@ export function checkpointRoutes(): RouteDefinition[] {
           return { ok: true as const, extended };
         }
         const record: DurableCheckpointRecord = { ...position, data };
-        await callObject(() => checkpointRpc(object).writeCheckpoint(sessionId, record), unavailable);
+        // A record over one RPC value's room goes to the object in slices.
+        await writeWholeCheckpoint(
+          record,
+          (whole) => callObject(() => checkpointRpc(object).writeCheckpoint(sessionId, whole), unavailable),
+          (slice) => callObject(() => checkpointRpc(object).writeCheckpointSlice(sessionId, slice), unavailable),
+        );
         return { ok: true as const };
       },
     }),

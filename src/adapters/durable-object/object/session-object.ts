@@ -76,7 +76,8 @@ import { SessionSockets } from './sockets.js';
 import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
-import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
+import type { CheckpointWriteSlice, SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
+import { CheckpointUploads } from './checkpoint-uploads.js';
 import {
   CHECKPOINT_SLICE_BYTES,
   sliceCheckpointRecord,
@@ -353,6 +354,16 @@ export class SessionObject
     return toRpcResult(() => this.#store.extendCheckpoint(this.bindSession(sessionId), extension));
   }
 
+  async writeCheckpointSlice(sessionId: string, slice: CheckpointWriteSlice): Promise<RpcResult<boolean>> {
+    return toRpcResult(async () => {
+      const id = this.bindSession(sessionId);
+      const record = this.#uploads.add(slice);
+      if (record === null) return false;
+      await this.#store.writeCheckpoint(id, record);
+      return true;
+    });
+  }
+
   // ---- RPC: the store contract --------------------------------------------------------------
 
   async append(
@@ -512,6 +523,9 @@ export class SessionObject
       return result as RecoveryResults[O];
     });
   }
+
+  /** Whole checkpoint records a client writes in slices (`checkpoint-uploads.ts`). */
+  readonly #uploads = new CheckpointUploads(() => Date.now());
 
   /** Writes projection checkpoints after enough appends, off their critical path (`checkpoints.ts`). */
   readonly #checkpoints = new ObjectCheckpoints((sessionId, force) =>
