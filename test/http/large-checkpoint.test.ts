@@ -2,8 +2,9 @@
  * A projection checkpoint record larger than one response slice, through the real Worker
  * (wrangler's local runtime): `GET /v1/sessions/{id}/checkpoint` answers slices of at most 8 MiB
  * (`?offset=` for the next) and `HttpDurableEventStore.readCheckpoint` joins them byte for byte.
- * A record over the 32 MiB Worker-to-object RPC cap is written whole through the Worker (which
- * passes it on in slices); inside workerd, `test/workers/checkpoints.test.ts` covers the RPC client. Extensions: a record that
+ * A whole record over 16 MiB is written in ordered slices (one request each; the Worker passes each
+ * to the object, whose RPC values are at most 32 MiB); inside workerd,
+ * `test/workers/checkpoints.test.ts` covers the RPC client. Extensions: a record that
  * extends the stored one goes as its tail, and whole when the object or an older Worker refuses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,48 +93,77 @@ describe('a checkpoint of two slices over HTTP', () => {
   }, 120_000);
 });
 
-describe('a whole checkpoint larger than one RPC value over HTTP', () => {
-  it('is written through the Worker, which hands it to the object in slices, and reads back whole', async () => {
+/** A client whose checkpoint POSTs are recorded (body length, extension or not) and optionally rewritten. */
+function recordingClient(rewrite?: (body: Record<string, unknown>) => Record<string, unknown>) {
+  const posts: Array<{ bytes: number; extension: boolean; slice: boolean }> = [];
+  const client = new HttpDurableEventStore({
+    baseUrl: worker.url,
+    token: worker.adminToken,
+    fetch: async (input, init) => {
+      if (init?.method === 'POST' && String(input).endsWith('/checkpoint') && typeof init.body === 'string') {
+        const parsed = JSON.parse(init.body) as Record<string, unknown>;
+        posts.push({ bytes: init.body.length, extension: parsed['extendsBytes'] !== undefined, slice: parsed['upload'] !== undefined });
+        if (rewrite !== undefined) return fetch(input, { ...init, body: JSON.stringify(rewrite(parsed)) });
+      }
+      return fetch(input, init);
+    },
+  });
+  return { client, posts };
+}
+const pattern = (length: number, seed: number): Uint8Array => new Uint8Array(length).map((_, index) => (index * seed + (index >>> 9)) & 255);
+const joined = (head: Uint8Array, tail: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(head.length + tail.length);
+  out.set(head);
+  out.set(tail, head.length);
+  return out;
+};
+const same = (a: Uint8Array | undefined, b: Uint8Array): boolean => a !== undefined && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
+
+describe('whole checkpoints larger than one RPC value over HTTP', () => {
+  const patterned = (size: number, step: number): Uint8Array => {
+    const bytes = new Uint8Array(size);
+    for (let index = 0; index < size; index += step) bytes[index] = (index * 11) & 255;
+    return bytes;
+  };
+
+  it('a 36 MiB record goes as three ordered slices (16 MiB each at most) and reads back whole', async () => {
+    const { client, posts } = recordingClient();
     const session = SessionId(`large-checkpoint-rpc-cap-${Date.now()}`);
-    await appendCycles(store, session, 0, 1);
+    await appendCycles(client, session, 0, 1);
     const size = 36 * 1024 * 1024 + 3;
-    const big = new Uint8Array(size);
-    for (let index = 0; index < size; index += 5) big[index] = (index * 11) & 255;
-    await store.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('e-over-cap'), data: big });
-    const read = await store.readCheckpoint(session);
+    const big = patterned(size, 5);
+    await client.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('e-over-cap'), data: big });
+    expect(posts.map((post) => post.slice)).toEqual([true, true, true]);
+    const read = await client.readCheckpoint(session);
     expect(read?.eventId).toBe('e-over-cap');
     expect(read?.data.length).toBe(size);
+    expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(big))).toBe(0);
+  }, 120_000);
+
+  it('a record over one request\'s 48 MiB is written in slices too', async () => {
+    const session = SessionId(`large-checkpoint-over-request-${Date.now()}`);
+    await appendCycles(store, session, 0, 1);
+    const size = 50 * 1024 * 1024 + 7;
+    const big = patterned(size, 3);
+    await store.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('e-over-request'), data: big });
+    const read = await store.readCheckpoint(session);
+    expect(read?.data.length).toBe(size);
+    expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(big))).toBe(0);
+  }, 180_000);
+
+  it('a Worker that refuses slices as invalid input gets the record in one request (which it slices for the object)', async () => {
+    const { client, posts } = recordingClient((body) => (body['upload'] === undefined ? body : { ...body, olderWorker: true }));
+    const session = SessionId(`large-checkpoint-older-${Date.now()}`);
+    await appendCycles(client, session, 0, 1);
+    const big = patterned(20 * 1024 * 1024 + 1, 7);
+    await client.writeCheckpoint(session, { sequence: EventSequence(6), eventId: EventId('e-older'), data: big });
+    expect(posts.map((post) => post.slice)).toEqual([true, false]);
+    const read = await client.readCheckpoint(session);
     expect(Buffer.compare(Buffer.from(read?.data ?? []), Buffer.from(big))).toBe(0);
   }, 120_000);
 });
 
 describe('checkpoint extensions over HTTP', () => {
-  /** A client whose checkpoint POSTs are recorded (body length, extension or not) and optionally rewritten. */
-  function recordingClient(rewrite?: (body: Record<string, unknown>) => Record<string, unknown>) {
-    const posts: Array<{ bytes: number; extension: boolean }> = [];
-    const client = new HttpDurableEventStore({
-      baseUrl: worker.url,
-      token: worker.adminToken,
-      fetch: async (input, init) => {
-        if (init?.method === 'POST' && String(input).endsWith('/checkpoint') && typeof init.body === 'string') {
-          const parsed = JSON.parse(init.body) as Record<string, unknown>;
-          posts.push({ bytes: init.body.length, extension: parsed['extendsBytes'] !== undefined });
-          if (rewrite !== undefined) return fetch(input, { ...init, body: JSON.stringify(rewrite(parsed)) });
-        }
-        return fetch(input, init);
-      },
-    });
-    return { client, posts };
-  }
-  const pattern = (length: number, seed: number): Uint8Array => new Uint8Array(length).map((_, index) => (index * seed + (index >>> 9)) & 255);
-  const joined = (head: Uint8Array, tail: Uint8Array): Uint8Array => {
-    const out = new Uint8Array(head.length + tail.length);
-    out.set(head);
-    out.set(tail, head.length);
-    return out;
-  };
-  const same = (a: Uint8Array | undefined, b: Uint8Array): boolean => a !== undefined && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
-
   it('a record that extends the stored one sends only its new bytes, and reads back whole', async () => {
     const { client, posts } = recordingClient();
     expect(client.checkpointExtension).toBe(true);

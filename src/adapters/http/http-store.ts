@@ -17,6 +17,7 @@
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
 import {
+  CHECKPOINT_SLICE_BYTES,
   checkCheckpointRecord,
   checkpointExtensionOf,
   readCheckpointSlices,
@@ -301,7 +302,8 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
 
   /**
    * Replaces the session's projection checkpoint in its object (`POST .../checkpoint`); a record
-   * that extends the stored one sends its tail (see {@link checkpointExtension}).
+   * that extends the stored one sends its tail (see {@link checkpointExtension}), a whole record
+   * over 16 MiB goes in ordered slices of that size (one request each).
    */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options: DurableStoreCallOptions = {}): Promise<void> {
     const id = checkSessionId(sessionId);
@@ -320,8 +322,34 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
         if (!(error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT')) throw error;
       }
     }
+    if (checked.data.length > CHECKPOINT_SLICE_BYTES && (await this.#writeSlices(checked, path, failures, options.signal))) return;
     const whole = { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) };
     await this.#request({ method: 'POST', path, body: whole, signal: options.signal, failures });
+  }
+
+  /**
+   * Sends a whole record too large for one request as ordered slices (`upload`); `false` when the
+   * Worker predates slices (it refuses the field as invalid input on the first one).
+   */
+  async #writeSlices(record: DurableCheckpointRecord, path: string, failures: FailureKinds, signal: AbortSignal | undefined): Promise<boolean> {
+    const id = crypto.randomUUID();
+    const total = record.data.length;
+    for (let offset = 0; offset < total; offset += CHECKPOINT_SLICE_BYTES) {
+      const data = encodeBase64Url(record.data.subarray(offset, Math.min(total, offset + CHECKPOINT_SLICE_BYTES)));
+      const body = { sequence: record.sequence, eventId: record.eventId, data, upload: { id, totalBytes: total, offset } };
+      let result: unknown;
+      try {
+        result = await this.#request({ method: 'POST', path, body, signal, failures });
+      } catch (error) {
+        if (offset === 0 && error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT') return false;
+        throw error;
+      }
+      const last = offset + CHECKPOINT_SLICE_BYTES >= total;
+      if (!isRecord(result) || result['complete'] !== last) {
+        throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object lost the checkpoint upload; the next write starts again');
+      }
+    }
+    return true;
   }
 
   async acquireExecutionLease(

@@ -4,12 +4,12 @@
  * for the next; a record may be larger than one Worker-to-object RPC value or a sane response),
  * `POST` replaces it, or (with `extendsBytes`) appends the new bytes of a record that extends the
  * stored one, so a client's regular write sends the IDs used since its last one rather than the
- * whole record. The bytes travel as unpadded base64url in JSON. The object also writes
+ * whole record, or (with `upload`) carries one slice of a whole record too large for one request. The bytes travel as unpadded base64url in JSON. The object also writes
  * checkpoints on its own.
  */
 import { z } from 'zod';
 import { writeWholeCheckpoint, type SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
-import { MAX_CHECKPOINT_BYTES, type DurableCheckpointExtension, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import { CHECKPOINT_SLICE_BYTES, MAX_CHECKPOINT_BYTES, type DurableCheckpointExtension, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
 import { encodeBase64Url, decodeBase64Url } from '../../protocol/base64url.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { EventId, EventSequence } from '../../protocol/ids.js';
@@ -19,6 +19,9 @@ import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 
 /** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
 export const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
+
+/** Most bytes of a record one slice of a sliced `POST` carries (one object RPC slice). */
+export const HTTP_CHECKPOINT_WRITE_SLICE_BYTES = CHECKPOINT_SLICE_BYTES;
 
 /** Bytes of the record one `GET` answers (about 11 MB of base64url). */
 export const HTTP_CHECKPOINT_SLICE_BYTES = 8 * 1024 * 1024;
@@ -55,6 +58,16 @@ const writeBodySchema = wireCheckpointSchema
       .describe(
         'the record extends the stored one of exactly this many bytes: `data` then holds its bytes from extendsBytes - 8 on (the 8 the stored record must end with, then the new ones)',
       ),
+    upload: z
+      .strictObject({
+        id: z.string().min(1).max(128).describe('chosen by the client for one record'),
+        totalBytes: z.number().int().min(1).describe('size of the whole record'),
+        offset: z.number().int().min(0).describe('where `data` starts in the record'),
+      })
+      .optional()
+      .describe(
+        `one slice of a whole record too large for one request: slices of at most ${HTTP_CHECKPOINT_WRITE_SLICE_BYTES} bytes, in order from offset 0; the object writes the record when the last one is in`,
+      ),
   })
   .strict();
 
@@ -65,6 +78,7 @@ const writeResponseSchema = z
       .boolean()
       .optional()
       .describe('for an extension: false when the stored record is not the prefix it builds on (nothing was written; send the record whole)'),
+    complete: z.boolean().optional().describe('for a slice: true once it was the last one and the record is written'),
   })
   .meta({ id: 'CheckpointWriteResponse' });
 
@@ -117,12 +131,19 @@ export function checkpointRoutes(): RouteDefinition[] {
       scope: 'append',
       body: writeBodySchema,
       maxBodyBytes: Math.ceil((MAX_HTTP_CHECKPOINT_BYTES * 4) / 3) + 1024,
-      response: { schema: writeResponseSchema, description: 'Stored (for an extension: `extended` says whether).' },
+      response: { schema: writeResponseSchema, description: 'Stored (for an extension `extended`, for a slice `complete` says whether).' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_LIMIT_EXCEEDED', 'DURABLE_EVENT_UNAVAILABLE'],
       async handle({ sessionId, object, body }) {
         const data = decodeBase64Url(body.data);
         if (data === undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'checkpoint data is not base64url');
         const position = { sequence: EventSequence(body.sequence), eventId: EventId(body.eventId) };
+        if (body.upload !== undefined) {
+          if (body.extendsBytes !== undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a slice of a whole record cannot extend one');
+          const { id: uploadId, totalBytes, offset } = body.upload;
+          const slice = { uploadId, ...position, totalBytes, offset, data };
+          const complete = await callObject(() => checkpointRpc(object).writeCheckpointSlice(sessionId, slice), unavailable);
+          return { ok: true as const, complete };
+        }
         if (body.extendsBytes !== undefined) {
           const extension: DurableCheckpointExtension = { ...position, extendsBytes: body.extendsBytes, tail: data };
           const extended = await callObject(() => checkpointRpc(object).extendCheckpoint(sessionId, extension), unavailable);
