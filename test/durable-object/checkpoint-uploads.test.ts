@@ -3,9 +3,15 @@
  * and the client-side slicer: order, replacement, the idle timeout, refusals, completion.
  */
 import { describe, expect, it } from 'vitest';
-import { checkpointWriteSlices, writeWholeCheckpoint, type CheckpointWriteSlice } from '../../src/adapters/durable-object/checkpoint-rpc.js';
 import { CHECKPOINT_UPLOAD_IDLE_MS, CheckpointUploads } from '../../src/adapters/durable-object/object/checkpoint-uploads.js';
-import { CHECKPOINT_SLICE_BYTES, MAX_CHECKPOINT_BYTES, type DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
+import {
+  CHECKPOINT_SLICE_BYTES,
+  checkpointWriteSlices,
+  MAX_CHECKPOINT_BYTES,
+  writeWholeCheckpoint,
+  type CheckpointWriteSlice,
+  type DurableCheckpointRecord,
+} from '../../src/core/checkpoint/contract.js';
 import { EventId, EventSequence } from '../../src/protocol/ids.js';
 
 const record = (length: number): DurableCheckpointRecord => ({

@@ -41,11 +41,12 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
-import { writeWholeCheckpoint, type SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
+import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import {
   checkCheckpointRecord,
   checkpointExtensionOf,
   readCheckpointSlices,
+  writeWholeCheckpoint,
   type DurableCheckpointRecord,
   type DurableCheckpointSlice,
   type DurableCheckpointStore,

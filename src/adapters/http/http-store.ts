@@ -17,10 +17,10 @@
  * Runtime-neutral: global `fetch`, `URL` and an injected or global `WebSocket`; no `node:*`.
  */
 import {
-  CHECKPOINT_SLICE_BYTES,
   checkCheckpointRecord,
   checkpointExtensionOf,
   readCheckpointSlices,
+  writeWholeCheckpoint,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
@@ -97,6 +97,22 @@ export interface HttpJournalCallOptions extends DurableStoreCallOptions {
 
 /** Idle time after which a request first lets the runtime's timers run (stale keep-alive connections). */
 const STALE_CONNECTION_IDLE_MS = 1000;
+
+/** What {@link refusedAsInvalid} resolves to when the Worker refused the request as invalid input. */
+const REFUSED = Symbol('refused');
+
+/**
+ * The answer of a request that uses a field a Worker from before it refuses (checkpoint
+ * extensions, sliced uploads), or {@link REFUSED} when it was refused as invalid input.
+ */
+async function refusedAsInvalid(request: Promise<unknown>): Promise<unknown> {
+  try {
+    return await request;
+  } catch (error) {
+    if (error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT') return REFUSED;
+    throw error;
+  }
+}
 
 /** Resolves after one 1 ms timer of the runtime, so its pending timers (and socket events) run first. */
 const runtimeTimers = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 1));
@@ -312,44 +328,23 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     const path = sessionPath(HTTP_PATHS.checkpoint, id);
     const failures = storeFailures('DURABLE_EVENT_UNAVAILABLE', 'writeCheckpoint');
     const extension = checkpointExtensionOf(checked);
+    const position = { sequence: checked.sequence, eventId: checked.eventId };
+    const post = (body: Record<string, unknown>) => this.#request({ method: 'POST', path, body: { ...position, ...body }, signal: options.signal, failures });
     if (extension !== null) {
-      const body = { sequence: extension.sequence, eventId: extension.eventId, extendsBytes: extension.extendsBytes, data: encodeBase64Url(extension.tail) };
-      try {
-        const result = await this.#request({ method: 'POST', path, body, signal: options.signal, failures });
-        if (isRecord(result) && result['extended'] === true) return;
-      } catch (error) {
-        // A Worker from before extensions refuses the field as invalid input: send the record whole.
-        if (!(error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT')) throw error;
-      }
+      const result = await refusedAsInvalid(post({ extendsBytes: extension.extendsBytes, data: encodeBase64Url(extension.tail) }));
+      if (isRecord(result) && result['extended'] === true) return;
     }
-    if (checked.data.length > CHECKPOINT_SLICE_BYTES && (await this.#writeSlices(checked, path, failures, options.signal))) return;
-    const whole = { sequence: checked.sequence, eventId: checked.eventId, data: encodeBase64Url(checked.data) };
-    await this.#request({ method: 'POST', path, body: whole, signal: options.signal, failures });
-  }
-
-  /**
-   * Sends a whole record too large for one request as ordered slices (`upload`); `false` when the
-   * Worker predates slices (it refuses the field as invalid input on the first one).
-   */
-  async #writeSlices(record: DurableCheckpointRecord, path: string, failures: FailureKinds, signal: AbortSignal | undefined): Promise<boolean> {
-    const id = crypto.randomUUID();
-    const total = record.data.length;
-    for (let offset = 0; offset < total; offset += CHECKPOINT_SLICE_BYTES) {
-      const data = encodeBase64Url(record.data.subarray(offset, Math.min(total, offset + CHECKPOINT_SLICE_BYTES)));
-      const body = { sequence: record.sequence, eventId: record.eventId, data, upload: { id, totalBytes: total, offset } };
-      let result: unknown;
-      try {
-        result = await this.#request({ method: 'POST', path, body, signal, failures });
-      } catch (error) {
-        if (offset === 0 && error instanceof DurableEventStoreError && error.code === 'DURABLE_EVENT_INVALID_INPUT') return false;
-        throw error;
-      }
-      const last = offset + CHECKPOINT_SLICE_BYTES >= total;
-      if (!isRecord(result) || result['complete'] !== last) {
-        throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object lost the checkpoint upload; the next write starts again');
-      }
-    }
-    return true;
+    // A whole record over 16 MiB goes as ordered slices (`upload`), one request each.
+    await writeWholeCheckpoint(
+      checked,
+      (whole) => post({ data: encodeBase64Url(whole.data) }),
+      async ({ uploadId, totalBytes, offset, data }) => {
+        const upload = post({ data: encodeBase64Url(data), upload: { id: uploadId, totalBytes, offset } });
+        const result = offset === 0 ? await refusedAsInvalid(upload) : await upload;
+        if (result === REFUSED) return null;
+        return isRecord(result) && result['complete'] === true;
+      },
+    );
   }
 
   async acquireExecutionLease(

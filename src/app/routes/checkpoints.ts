@@ -8,8 +8,14 @@
  * checkpoints on its own.
  */
 import { z } from 'zod';
-import { writeWholeCheckpoint, type SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
-import { CHECKPOINT_SLICE_BYTES, MAX_CHECKPOINT_BYTES, type DurableCheckpointExtension, type DurableCheckpointRecord } from '../../core/checkpoint/contract.js';
+import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
+import {
+  CHECKPOINT_SLICE_BYTES,
+  MAX_CHECKPOINT_BYTES,
+  writeWholeCheckpoint,
+  type DurableCheckpointExtension,
+  type DurableCheckpointRecord,
+} from '../../core/checkpoint/contract.js';
 import { encodeBase64Url, decodeBase64Url } from '../../protocol/base64url.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { EventId, EventSequence } from '../../protocol/ids.js';

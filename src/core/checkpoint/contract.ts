@@ -324,3 +324,66 @@ export async function readCheckpointSlices(
   }
   throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `the checkpoint was replaced while it was read, ${SLICED_READ_ATTEMPTS} times`);
 }
+
+/** One slice of a whole record written in several calls (RPC or HTTP); see {@link writeWholeCheckpoint}. */
+export interface CheckpointWriteSlice {
+  /** Chosen by the client for one record (1 to 128 characters). */
+  readonly uploadId: string;
+  readonly sequence: number;
+  readonly eventId: string;
+  /** Size of the whole record (at most `MAX_CHECKPOINT_BYTES`). */
+  readonly totalBytes: number;
+  /** Where `data` starts in the record. */
+  readonly offset: number;
+  /** At most `CHECKPOINT_SLICE_BYTES`, at least one byte. */
+  readonly data: Uint8Array;
+}
+
+/**
+ * The slices of a whole record for a sliced write (see {@link writeWholeCheckpoint}), at most `sliceBytes` each: copies,
+ * since a view would carry its whole buffer across RPC (structured clone copies the buffer).
+ */
+export function checkpointWriteSlices(record: DurableCheckpointRecord, uploadId: string, sliceBytes = CHECKPOINT_SLICE_BYTES): CheckpointWriteSlice[] {
+  const slices: CheckpointWriteSlice[] = [];
+  const total = record.data.length;
+  for (let offset = 0; offset < total; offset += sliceBytes) {
+    slices.push({
+      uploadId,
+      sequence: record.sequence,
+      eventId: record.eventId,
+      totalBytes: total,
+      offset,
+      data: record.data.slice(offset, Math.min(total, offset + sliceBytes)),
+    });
+  }
+  return slices;
+}
+
+/**
+ * The write-side counterpart of {@link readCheckpointSlices}: sends a whole record with `whole`
+ * when it is at most {@link CHECKPOINT_SLICE_BYTES}, else slice by slice with `slice`, which
+ * resolves `true` once the receiver wrote the record (after the last slice), or `null` for the
+ * first slice when the receiver takes no slices (then the record goes whole). Shared by the RPC
+ * client, the Worker's HTTP route and the HTTP client.
+ */
+export async function writeWholeCheckpoint(
+  record: DurableCheckpointRecord,
+  whole: (record: DurableCheckpointRecord) => Promise<unknown>,
+  slice: (slice: CheckpointWriteSlice) => Promise<boolean | null>,
+): Promise<void> {
+  if (record.data.length <= CHECKPOINT_SLICE_BYTES) {
+    await whole(record);
+    return;
+  }
+  const slices = checkpointWriteSlices(record, crypto.randomUUID());
+  for (const [index, part] of slices.entries()) {
+    const written = await slice(part);
+    if (written === null && index === 0) {
+      await whole(record);
+      return;
+    }
+    if (written !== (index === slices.length - 1)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object lost the checkpoint upload; the next write starts again');
+    }
+  }
+}

@@ -10,9 +10,14 @@
  * for {@link CHECKPOINT_UPLOAD_IDLE_MS} is dropped at the next slice; memory held meanwhile is the
  * record's size, as when the object encodes a checkpoint of its own.
  */
-import { checkCheckpointRecord, CHECKPOINT_SLICE_BYTES, MAX_CHECKPOINT_BYTES, type DurableCheckpointRecord } from '../../../core/checkpoint/contract.js';
+import {
+  checkCheckpointRecord,
+  CHECKPOINT_SLICE_BYTES,
+  MAX_CHECKPOINT_BYTES,
+  type CheckpointWriteSlice,
+  type DurableCheckpointRecord,
+} from '../../../core/checkpoint/contract.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
-import type { CheckpointWriteSlice } from '../checkpoint-rpc.js';
 
 /** An unfinished upload not continued for this long is dropped. */
 export const CHECKPOINT_UPLOAD_IDLE_MS = 60_000;

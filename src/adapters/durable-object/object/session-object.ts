@@ -76,11 +76,12 @@ import { SessionSockets } from './sockets.js';
 import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
-import type { CheckpointWriteSlice, SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
+import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
 import { CheckpointUploads } from './checkpoint-uploads.js';
 import {
   CHECKPOINT_SLICE_BYTES,
   sliceCheckpointRecord,
+  type CheckpointWriteSlice,
   type DurableCheckpointExtension,
   type DurableCheckpointRecord,
   type DurableCheckpointSlice,
