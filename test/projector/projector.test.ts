@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { DurableSessionProjector, projectDurableSession, projectionRuleOf } from '../../src/core/projector/index.js';
-import { PersistentKeySet } from '../../src/core/projector/persistent-key-set.js';
+import { MAX_LAYERS, PersistentKeySet } from '../../src/core/projector/persistent-key-set.js';
 import { DurableEventProjectionError } from '../../src/protocol/errors.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { isLosslessJson } from '../../src/protocol/json.js';
@@ -190,7 +190,7 @@ describe('projectDurableSession', () => {
 });
 
 describe('PersistentKeySet', () => {
-  it('forks are independent and stay logarithmic in layers', () => {
+  it('forks are independent, and forking adds no layer to the original', () => {
     const set = PersistentKeySet.empty();
     const forks: PersistentKeySet[] = [];
     for (let index = 0; index < 5000; index++) {
@@ -198,7 +198,9 @@ describe('PersistentKeySet', () => {
       if (index % 3 === 0) forks.push(set.fork());
     }
     expect(set.size).toBe(5000);
-    expect(set.layerCount).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(5000)));
+    // Forks view the original's keys; the original keeps adding to its own map, so it never deepens.
+    expect(set.layerCount).toBe(0);
+    expect(forks.every((fork) => fork.layerCount === 1)).toBe(true);
     const fork = forks[10]!;
     expect(fork.has('k30')).toBe(true);
     expect(fork.has('k31')).toBe(false);
@@ -211,5 +213,23 @@ describe('PersistentKeySet', () => {
     expect(set.add('set-only')).toBe(true);
     expect(fork.has('set-only')).toBe(false);
     expect(set.has('k4999')).toBe(true);
+  });
+
+  it('a chain of forks of forks (a session resumed again and again) stays at most MAX_LAYERS deep', () => {
+    let set = PersistentKeySet.empty();
+    const expected: string[] = [];
+    for (let generation = 0; generation < 200; generation++) {
+      for (let index = 0; index < 1 + (generation % 7) * 5; index++) {
+        const key = `g${generation}-${index}`;
+        expect(set.add(key)).toBe(true);
+        expected.push(key);
+      }
+      set = set.fork();
+      expect(set.layerCount).toBeLessThanOrEqual(MAX_LAYERS);
+    }
+    expect(set.size).toBe(expected.length);
+    expect([...set.exactKeys()].sort()).toEqual(expected.sort());
+    for (const key of expected) expect(set.has(key)).toBe(true);
+    expect(set.has('g200-0')).toBe(false);
   });
 });

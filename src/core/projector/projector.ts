@@ -160,9 +160,9 @@ export class DurableSessionProjector {
   }
 
   /**
-   * A copy for a synchronous preview (internal: the journal's command preview). Cheaper than
-   * `clone()`, which seals this projector's recent IDs into a shared layer, but valid only until
-   * this projector's next `apply`: fold into it and drop it within the same synchronous step.
+   * A copy for a synchronous preview (internal: the journal's command preview). Since the used-ID
+   * set's forks became views (O(layers), never a copy of keys) this is the same as `clone()`; the
+   * callers still drop it within the same synchronous step.
    */
   previewClone(): DurableSessionProjector {
     return this.#copyWith((ids) => ids.overlay());
