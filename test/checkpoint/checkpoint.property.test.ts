@@ -4,7 +4,8 @@
  * of the valid prefix, `projectDurableSession` and `DurableSessionJournal.open` produce the same
  * projection, recovery plan, or error as with checkpoints off. And a checkpoint written by a
  * journal that opened from an earlier one passes `verify`'s audit (digest, fold state, commands, ID
- * filter equal to a fold from the first event).
+ * filter equal to a fold from the first event). Each draws whether the store keeps checkpoints
+ * live (as the memory store does) or as encoded records.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -83,15 +84,16 @@ describe('checkpoint equivalence', () => {
     let used = 0;
     let rebuilt = 0;
     await fc.assert(
-      fc.asyncProperty(choicesArb, mutationArb, fc.nat(), fc.double({ min: 0, max: 1, noNaN: true }), async (choices, kind, seed, at) => {
+      fc.asyncProperty(choicesArb, mutationArb, fc.nat(), fc.double({ min: 0, max: 1, noNaN: true }), fc.boolean(), async (choices, kind, seed, at, live) => {
         const { sessionId, events, prefix } = arrangeLog(choices, kind, seed);
         const position = 1 + Math.floor(at * (prefix - 1));
-        const store = new ArrayLogStore();
+        const store = new ArrayLogStore(live);
         store.events = events.slice(0, position);
         const writer = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
         expect(writer.getHeadSequence()).toBe(position);
         const writerWithCheckpoints = await DurableSessionJournal.open(store, sessionId, { checkpoints: { read: false } });
         expect(await writerWithCheckpoints.writeCheckpoint()).toBe(true);
+        expect(store.live !== null).toBe(live);
         store.events = [...events];
 
         const full = await viaProjector(store, sessionId, false);
@@ -122,11 +124,12 @@ describe('checkpoint equivalence', () => {
         fc.nat(),
         fc.double({ min: 0, max: 1, noNaN: true }),
         fc.double({ min: 0, max: 1, noNaN: true }),
-        async (choices, kind, seed, at, further) => {
+        fc.boolean(),
+        async (choices, kind, seed, at, further, live) => {
           const { sessionId, events, prefix } = arrangeLog(choices, kind, seed);
           const first = 1 + Math.floor(at * (prefix - 1));
           const second = first + Math.floor(further * (prefix - first));
-          const store = new ArrayLogStore();
+          const store = new ArrayLogStore(live);
           store.events = events.slice(0, first);
           const writer = await DurableSessionJournal.open(store, sessionId, { checkpoints: { read: false } });
           expect(await writer.writeCheckpoint()).toBe(true);
@@ -135,6 +138,7 @@ describe('checkpoint equivalence', () => {
           const continued = await DurableSessionJournal.open(store, sessionId, { checkpoints: {} });
           if (continued.getCheckpointOutcome().status === 'used') restoredWriters += 1;
           expect(await continued.writeCheckpoint()).toBe(true);
+          expect(store.live !== null).toBe(live);
           // The audit folds the whole log (mutated tail included) and checks the checkpoint at `second`.
           store.events = [...events];
           const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };

@@ -56,10 +56,10 @@ async function sample(commands = 4): Promise<{ record: DurableCheckpointRecord; 
 
 /**
  * A record of several frames: `checkpoints` checkpoints written through one journal on the memory
- * store (which keeps extensions), `perCheckpoint` requests apart. Returns every record written.
+ * store keeping records (it keeps extensions), `perCheckpoint` requests apart. Returns every record written.
  */
 async function extended(checkpoints: number, perCheckpoint = 3): Promise<{ records: DurableCheckpointRecord[]; store: MemoryDurableEventStore }> {
-  const store = new MemoryDurableEventStore();
+  const store = new MemoryDurableEventStore({ liveCheckpoints: false });
   const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000 } });
   await journal.commit({ commandId: CommandId('create'), events: [d.sessionCreated()] });
   const records: DurableCheckpointRecord[] = [];

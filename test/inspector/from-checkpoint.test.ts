@@ -4,7 +4,8 @@
  * the whole log gives; the checkpoint is reported `used` (not audited); a session at or under the
  * limit, or one without a usable checkpoint, still folds the whole log; a log the projector
  * refuses after the checkpoint fails the same way both ways; an event after the checkpoint that
- * its ID filter cannot judge falls back to the whole-log fold.
+ * its ID filter cannot judge falls back to the whole-log fold. Each runs with the memory store's
+ * live checkpoints (every used ID known exactly) and with encoded records.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
@@ -20,8 +21,8 @@ import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 const sessionId = SessionId('long-checkpointed');
 
 /** 15,001 events, a checkpoint at 15,001 written by a journal, then 100 more cycles and an open request. */
-async function longSession(): Promise<MemoryDurableEventStore> {
-  const store = new MemoryDurableEventStore();
+async function longSession(liveCheckpoints: boolean): Promise<MemoryDurableEventStore> {
+  const store = new MemoryDurableEventStore({ liveCheckpoints });
   await appendCycles(store, sessionId, 0, 3000);
   const journal = await DurableSessionJournal.open(store, sessionId);
   expect(await journal.writeCheckpoint()).toBe(true);
@@ -42,9 +43,12 @@ const comparable = (inspection: Inspection) => ({
   olderCursor: inspection.olderCursor,
 });
 
-describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
+describe.each([
+  { live: true, kept: 'kept live in memory' },
+  { live: false, kept: 'encoded' },
+])('loadInspection from the checkpoint (fullFoldLimit), $kept', ({ live }) => {
   it('gives what a whole-log fold gives, reading only the tail', async () => {
-    const store = await longSession();
+    const store = await longSession(live);
     const events = await everyEvent(store, sessionId);
     expect(events).toHaveLength(15_504);
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
@@ -60,8 +64,12 @@ describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
     expect(fast.timelineFrom).toBe(15_504 - 2000 + 1);
     expect(comparable(fast)).toEqual(comparable(whole));
     expect(fast.checkpoint).toMatchObject({ sequence: 15_001, behind: 503, status: 'used', defects: [] });
-    expect(fast.checkpoint?.bytes).toBe(whole.checkpoint?.bytes);
-    expect(describeCheckpoint(fast)).toMatch(/^at sequence 15001, 503 event\(s\) behind the head, \d+ bytes: this view opened from it and folded the 503 event\(s\) after it; not audited/);
+    // The audit reads the record (a live checkpoint encoded on demand); the view opened from the live one has no bytes.
+    expect(whole.checkpoint?.bytes).toBeGreaterThan(100_000);
+    expect(fast.checkpoint?.bytes).toBe(live ? 0 : whole.checkpoint?.bytes);
+    expect(describeCheckpoint(fast)).toMatch(
+      new RegExp(`^at sequence 15001, 503 event\\(s\\) behind the head, ${live ? 'kept live in memory' : '\\d+ bytes'}: this view opened from it and folded the 503 event\\(s\\) after it; not audited`),
+    );
     // 2,000 events are 800 bars: the latest 400 are the same as the whole log's.
     expect(fast.timeline.bars).toHaveLength(MAX_TIMELINE_BARS);
     expect(fast.timeline.bars).toEqual(whole.timeline.bars);
@@ -90,7 +98,7 @@ describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
   });
 
   it('folds the whole log at or under the limit, and without a usable checkpoint', async () => {
-    const store = await longSession();
+    const store = await longSession(live);
     expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_504 })).openedFrom).toBe('log');
     expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_503 })).openedFrom).toBe('checkpoint');
     // The same log without its checkpoint, and with one written for another session.
@@ -111,7 +119,7 @@ describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
   });
 
   it('reports a log the projector refuses after the checkpoint like the whole-log fold', async () => {
-    const store = await longSession();
+    const store = await longSession(live);
     // A turn that ends without having started: the projector refuses it.
     await store.append(sessionId, [{ type: 'turn_completed', requestId: RequestId('cycle-request-3100'), turnId: TurnId('never-started'), data: { turn: 2, hasToolCalls: false } }]);
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
@@ -121,15 +129,16 @@ describe('loadInspection from the checkpoint (fullFoldLimit)', () => {
     expect(comparable(fast)).toEqual(comparable(whole));
   });
 
-  it('falls back to the whole log when the checkpoint cannot judge an ID reused after it', async () => {
-    const store = await longSession();
+  it('falls back to the whole log when the checkpoint cannot judge an ID reused after it (a live one can)', async () => {
+    const store = await longSession(live);
     // A request ID used before the checkpoint, accepted again after it: only the log can tell.
     await store.append(sessionId, [cycleDrafts(3100).slice(3, 5), cycleDrafts(7).slice(0, 1)].flat());
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
     expect(whole.projectionFailure).not.toBeNull();
     const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000 });
-    expect(fast.openedFrom).toBe('log');
-    expect(fast.checkpoint?.status).toBe('matches');
+    // A live checkpoint knows every ID exactly and judges it; a record's hashes cannot.
+    expect(fast.openedFrom).toBe(live ? 'checkpoint' : 'log');
+    expect(fast.checkpoint?.status).toBe(live ? 'used' : 'matches');
     expect(comparable(fast)).toEqual(comparable(whole));
   });
 });

@@ -18,6 +18,7 @@ import {
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
+import { encodeLiveCheckpoint, type DurableLiveCheckpoint, type DurableLiveCheckpointStore } from '../../core/checkpoint/live.js';
 import {
   buildReadPage,
   markParsedEnvelopes,
@@ -81,6 +82,13 @@ export interface MemoryDurableEventStoreOptions {
   clock?: () => number;
   /** Test-only fault injection. */
   testHooks?: StoreTestHooks;
+  /**
+   * Keep the checkpoints of journals in this process as their live objects (default `true`):
+   * writing one then costs a few references instead of an encoding, and a journal opening on this
+   * store adopts it with every used ID known exactly. `readCheckpoint` still answers with bytes,
+   * encoded on demand. `false` keeps encoded records only, like every other store.
+   */
+  liveCheckpoints?: boolean;
 }
 
 /**
@@ -113,8 +121,13 @@ interface SessionState {
   /** Durability records by `durabilityIdentity`. */
   durabilityByIdentity: Map<string, DurabilityRecord>;
   durabilityListeners: Set<DurabilityListener>;
-  /** The latest projection checkpoint (derived data; see `docs/checkpoints.md`). */
+  /**
+   * The latest projection checkpoint as a record (derived data; see `docs/checkpoints.md`): the
+   * one written, or the encoding of `live` once somebody read it.
+   */
   checkpoint: DurableCheckpointRecord | null;
+  /** ...or, when the latest one was written live, that checkpoint. */
+  live: DurableLiveCheckpoint | null;
 }
 
 /**
@@ -127,15 +140,18 @@ interface SessionState {
  * });
  */
 export class MemoryDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableLiveCheckpointStore
 {
   readonly #sessions = new Map<string, SessionState>();
   readonly #clock: () => number;
   readonly #hooks: StoreTestHooks;
+  /** Journals in this process hand their checkpoints over live (see the option). */
+  readonly liveCheckpoints: boolean;
 
   constructor(options: MemoryDurableEventStoreOptions = {}) {
     this.#clock = options.clock ?? Date.now;
     this.#hooks = options.testHooks ?? {};
+    this.liveCheckpoints = options.liveCheckpoints ?? true;
   }
 
   #session(sessionId: SessionId): SessionState {
@@ -149,6 +165,7 @@ export class MemoryDurableEventStore
         durabilityByIdentity: new Map(),
         durabilityListeners: new Set(),
         checkpoint: null,
+        live: null,
       };
       this.#sessions.set(sessionId, state);
     }
@@ -215,11 +232,39 @@ export class MemoryDurableEventStore
     return state === undefined ? null : this.#head(state);
   }
 
-  /** The session's latest projection checkpoint (a copy), or `null`. */
+  /**
+   * The session's latest projection checkpoint (a copy), or `null`. A live one is encoded on the
+   * first read (O(IDs the session used)) and the encoding kept until the next write.
+   */
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
     throwIfAborted(options?.signal);
-    const saved = this.#sessions.get(checkSessionId(sessionId))?.checkpoint ?? null;
+    const state = this.#sessions.get(checkSessionId(sessionId));
+    if (state === undefined) return null;
+    if (state.checkpoint === null && state.live !== null) state.checkpoint = encodeLiveCheckpoint(state.live);
+    const saved = state.checkpoint;
     return saved === null ? null : { ...saved, data: saved.data.slice() };
+  }
+
+  /**
+   * Replaces the session's checkpoint by a journal's live one (kept by reference; for journals in
+   * this process, see `liveCheckpoints`). Refused when the store keeps encoded records only.
+   */
+  async writeLiveCheckpoint(sessionId: SessionId, checkpoint: DurableLiveCheckpoint, options?: DurableStoreCallOptions): Promise<void> {
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
+    if (!this.liveCheckpoints) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'this store keeps encoded checkpoints only (liveCheckpoints: false)');
+    if (checkpoint.sessionId !== id) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `a checkpoint of session ${checkpoint.sessionId} cannot be stored under ${id}`);
+    }
+    const state = this.#session(id);
+    state.live = checkpoint;
+    state.checkpoint = null;
+  }
+
+  /** The session's live checkpoint, or `null` (none, or the latest one was written as a record). */
+  async readLiveCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableLiveCheckpoint | null> {
+    throwIfAborted(options?.signal);
+    return this.#sessions.get(checkSessionId(sessionId))?.live ?? null;
   }
 
   /** This store keeps extended checkpoint records by copying only their new bytes. */
@@ -244,6 +289,7 @@ export class MemoryDurableEventStore
     if (kept > 0 && stored !== undefined && buffer !== stored.buffer) data.set(stored.subarray(0, kept));
     data.set(kept === 0 ? checked.data : checked.data.subarray(kept), kept);
     state.checkpoint = { sequence: checked.sequence, eventId: checked.eventId, data };
+    state.live = null;
   }
 
   watch(sessionId: SessionId, listener: DurableAppendListener): () => void {

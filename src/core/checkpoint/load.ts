@@ -10,14 +10,21 @@
  *    anchor (else *replaced log*).
  * The events after the checkpoint are then folded by the ordinary fail-closed projector, with the
  * checkpoint's key filter standing for the IDs used before it (see `key-filter.ts`).
+ *
+ * A store that keeps live checkpoints (`live.ts`) is asked for a live one first; it passes the same
+ * checks 2 and 3 (it cannot be corrupt: it never left the process), and then every ID used before
+ * it is known exactly. Without one, the store's encoded record is read as on any other store.
  */
-import type { EventSequence, SessionId } from '../../protocol/ids.js';
+import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableReadResult } from '../store.js';
 import { CommandIndex } from '../journal/command-index.js';
 import { PersistentKeySet } from '../projector/persistent-key-set.js';
 import { DURABLE_PROJECTOR_VERSION, DurableSessionProjector } from '../projector/projector.js';
-import { anchorOf, decodeCheckpoint, type DecodedCheckpoint } from './codec.js';
+import { anchorOf, decodeCheckpoint, type CheckpointExtent } from './codec.js';
 import { isCheckpointStore } from './contract.js';
+import type { RunningHashState } from './hash.js';
+import type { HashedKeyFilter } from './key-filter.js';
+import { keepsLiveCheckpoints, type DurableLiveCheckpoint } from './live.js';
 
 /** What happened to the checkpoint when a journal or projector opened. */
 export type DurableCheckpointOutcome =
@@ -26,14 +33,23 @@ export type DurableCheckpointOutcome =
   | { readonly status: 'discarded'; readonly reason: string }
   | { readonly status: 'rebuilt'; readonly reason: string };
 
-/** A checkpoint that passed every check, ready to continue folding after `decoded.sequence`. */
+/** A checkpoint that passed every check, ready to continue folding after `sequence`. */
 export interface LoadedCheckpoint {
-  readonly decoded: DecodedCheckpoint;
+  readonly sequence: EventSequence;
+  readonly eventId: EventId;
+  readonly anchor: number;
+  readonly digest: RunningHashState;
   readonly projector: DurableSessionProjector;
   readonly index: CommandIndex;
-  /** The record's bytes (a writer may extend them; see `codec.ts`). */
-  readonly data: Uint8Array;
+  /**
+   * The encoded record it came from (a writer may extend its bytes; see `codec.ts`), or `null`
+   * for a live checkpoint.
+   */
+  readonly record: { readonly data: Uint8Array; readonly keys: HashedKeyFilter; readonly extent: CheckpointExtent } | null;
 }
+
+/** What checks 2 and 3 look at, in a record or a live checkpoint. */
+type CheckedFields = Pick<DurableLiveCheckpoint, 'sessionId' | 'sequence' | 'eventId' | 'projectorVersion' | 'anchor'>;
 
 /** Reads one page; the loader reads only the event at the checkpoint's sequence. */
 export type CheckpointPageReader = (after: EventSequence | undefined, limit: number) => Promise<DurableReadResult>;
@@ -49,23 +65,59 @@ export async function loadCheckpoint(
   readPage: CheckpointPageReader,
   signal: AbortSignal | undefined,
 ): Promise<{ loaded: LoadedCheckpoint | null; outcome: DurableCheckpointOutcome }> {
+  const discard = (reason: string) => ({ loaded: null, outcome: { status: 'discarded', reason } as const });
+  if (keepsLiveCheckpoints(store)) {
+    let live;
+    try {
+      live = await store.readLiveCheckpoint(sessionId, { signal });
+    } catch (error) {
+      signal?.throwIfAborted();
+      return discard(`reading it failed: ${String(error)}`);
+    }
+    if (live !== null) {
+      const refused = await refusal(live, sessionId, readPage);
+      if (refused !== null) return discard(refused);
+      // The stored set is never added to: this journal adds to a fork of it.
+      const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, live.state, live.ids.fork());
+      return {
+        loaded: { ...live, projector, index: CommandIndex.fromCheckpoint(live.commands), record: null },
+        outcome: { status: 'used', sequence: live.sequence },
+      };
+    }
+  }
   if (!isCheckpointStore(store)) return { loaded: null, outcome: { status: 'none' } };
   let record;
   try {
     record = await store.readCheckpoint(sessionId, { signal });
   } catch (error) {
     signal?.throwIfAborted();
-    return { loaded: null, outcome: { status: 'discarded', reason: `reading it failed: ${String(error)}` } };
+    return discard(`reading it failed: ${String(error)}`);
   }
   if (record === null) return { loaded: null, outcome: { status: 'none' } };
   const decoded = decodeCheckpoint(record);
-  const discard = (reason: string) => ({ loaded: null, outcome: { status: 'discarded', reason } as const });
   if (typeof decoded === 'string') return discard(decoded);
-  if (decoded.projectorVersion !== DURABLE_PROJECTOR_VERSION) {
-    return discard(`stale: projector version ${decoded.projectorVersion}, this is ${DURABLE_PROJECTOR_VERSION}`);
+  const refused = await refusal(decoded, sessionId, readPage);
+  if (refused !== null) return discard(refused);
+  const ids = PersistentKeySet.restored(decoded.keys);
+  const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, decoded.state, ids);
+  return {
+    loaded: {
+      ...decoded,
+      projector,
+      index: CommandIndex.fromCheckpoint(decoded.commands),
+      record: { data: record.data, keys: decoded.keys, extent: decoded.extent },
+    },
+    outcome: { status: 'used', sequence: decoded.sequence },
+  };
+}
+
+/** Why checks 2 and 3 refuse `checkpoint`, or `null` when it may be used. */
+async function refusal(checkpoint: CheckedFields, sessionId: SessionId, readPage: CheckpointPageReader): Promise<string | null> {
+  if (checkpoint.projectorVersion !== DURABLE_PROJECTOR_VERSION) {
+    return `stale: projector version ${checkpoint.projectorVersion}, this is ${DURABLE_PROJECTOR_VERSION}`;
   }
-  if (decoded.sessionId !== sessionId) return discard(`foreign: written for session ${decoded.sessionId}`);
-  const sequence = decoded.sequence;
+  if (checkpoint.sessionId !== sessionId) return `foreign: written for session ${checkpoint.sessionId}`;
+  const sequence = checkpoint.sequence;
   const page = await readPage(sequence > 1 ? ((sequence - 1) as EventSequence) : undefined, 1).catch((error: unknown) => {
     // A read "after" beyond the head is refused by some stores: that is a checkpoint ahead of the log.
     if (typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'DURABLE_EVENT_INVALID_CURSOR') {
@@ -74,16 +126,9 @@ export async function loadCheckpoint(
     throw error;
   });
   const event = page?.events[0];
-  if (event === undefined || event.sequence !== sequence) {
-    return discard(`ahead of the head: the log has no event at sequence ${sequence}`);
+  if (event === undefined || event.sequence !== sequence) return `ahead of the head: the log has no event at sequence ${sequence}`;
+  if (event.eventId !== checkpoint.eventId || anchorOf(event) !== checkpoint.anchor || event.sessionId !== sessionId) {
+    return `replaced log: the event at sequence ${sequence} is not the one the checkpoint covers`;
   }
-  if (event.eventId !== decoded.eventId || anchorOf(event) !== decoded.anchor || event.sessionId !== sessionId) {
-    return discard(`replaced log: the event at sequence ${sequence} is not the one the checkpoint covers`);
-  }
-  const ids = PersistentKeySet.restored(decoded.keys);
-  const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, decoded.state, ids);
-  return {
-    loaded: { decoded, projector, index: CommandIndex.fromCheckpoint(decoded.commands), data: record.data },
-    outcome: { status: 'used', sequence },
-  };
+  return null;
 }

@@ -30,6 +30,7 @@ import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type Checkpoin
 import { isCheckpointStore, keepsCheckpointExtensions, reuseCheckpointBuffer, type DurableCheckpointRecord, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive, sortedHashes } from '../checkpoint/key-filter.js';
+import { keepsLiveCheckpoints, type DurableLiveCheckpointStore } from '../checkpoint/live.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
 import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
 import { ID_SPACE } from '../projector/fold-state.js';
@@ -98,6 +99,7 @@ export class JournalLog {
   ) {
     this.#writesCheckpoints = checkpoints.write && isCheckpointStore(store);
     this.#extends = keepsCheckpointExtensions(store);
+    this.#live = this.#writesCheckpoints && keepsLiveCheckpoints(store);
     this.projector = new DurableSessionProjector({ sessionId });
     this.#trackAdds();
   }
@@ -109,9 +111,17 @@ export class JournalLog {
    * `head / spacingDivisor` (see the policy).
    */
   readonly #extends: boolean;
+  /**
+   * The store keeps live checkpoints (`../checkpoint/live.ts`): a write hands it the projector's
+   * immutable state and a fork of its used-ID set, so nothing is hashed, merged or encoded and
+   * new IDs are not tracked.
+   */
+  readonly #live: boolean;
+  /** Keys in the set of the latest live checkpoint this journal wrote (for `onWrite`'s `addedKeys`). */
+  #liveKeys = 0;
 
   #trackAdds(): void {
-    if (this.#writesCheckpoints) this.projector.checkpointState().ids.trackAdds();
+    if (this.#writesCheckpoints && !this.#live) this.projector.checkpointState().ids.trackAdds();
   }
 
   /** Opens: the latest valid checkpoint (when allowed), then every event after it. */
@@ -131,17 +141,18 @@ export class JournalLog {
   }
 
   #adopt(loaded: LoadedCheckpoint): void {
-    const decoded = loaded.decoded;
     this.projector = loaded.projector;
     this.index = loaded.index;
-    this.#head = decoded.sequence;
-    this.#lastEventId = decoded.eventId;
-    this.#digest = decoded.digest;
-    this.#anchor = decoded.anchor;
+    this.#head = loaded.sequence;
+    this.#lastEventId = loaded.eventId;
+    this.#digest = loaded.digest;
+    this.#anchor = loaded.anchor;
     this.#anchorEvent = null;
-    this.#filter = decoded.keys;
-    this.#record = { bytes: loaded.data, extent: decoded.extent };
+    const record = loaded.record;
+    this.#filter = record?.keys ?? HashedKeyFilter.EMPTY;
+    this.#record = record === null ? null : { bytes: record.data, extent: record.extent };
     this.#ownsRecord = false;
+    this.#liveKeys = this.projector.checkpointState().ids.size;
     this.#restored = true;
     this.#trackAdds();
   }
@@ -162,6 +173,7 @@ export class JournalLog {
     this.#restored = false;
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
+    this.#liveKeys = 0;
     this.#trackAdds();
     this.checkpointOutcome = { status: 'rebuilt', reason };
     await this.refresh(signal);
@@ -175,7 +187,9 @@ export class JournalLog {
     // SAFETY: the index is keyed by command IDs; a lookup by a plain string is harmless.
     const known = this.index.get(commandId as never);
     if (known !== undefined || !this.#restored) return known;
-    if (!this.projector.checkpointState().ids.base.mightContain(ID_SPACE.command + commandId)) return undefined;
+    // Every command after the checkpoint is in the index, so a used ID the index lacks is older:
+    // known exactly (a live checkpoint) or maybe (a record's key filter).
+    if (!this.projector.checkpointState().ids.mightContain(ID_SPACE.command + commandId)) return undefined;
     await this.rebuild(signal, `command ${commandId} may be older than the checkpoint`);
     return this.index.get(commandId as never);
   }
@@ -324,6 +338,7 @@ export class JournalLog {
     if (!this.#writesCheckpoints || head === null || eventId === null || this.projector.failed || this.projector.needsFullFold) {
       return Promise.resolve(false);
     }
+    if (this.#live) return this.#liveCheckpoint(report, head, eventId);
     const clock = systemTime;
     const captureStart = clock.monotonicNow();
     const { state, ids } = this.projector.checkpointState();
@@ -366,6 +381,11 @@ export class JournalLog {
       }
       return true;
     });
+    return this.#settle(write, report);
+  }
+
+  /** Queues `write` behind later ones; with `report` a failure rejects, else it goes to `onWriteError`. */
+  #settle(write: Promise<boolean>, report: boolean): Promise<boolean> {
     this.#writes = write.then(
       () => undefined,
       () => undefined,
@@ -375,6 +395,46 @@ export class JournalLog {
       this.checkpoints.onWriteError?.(error);
       return false;
     });
+  }
+
+  /** `checkpoint` on a store that keeps live checkpoints: captured now, handed over after earlier writes. */
+  #liveCheckpoint(report: boolean, head: EventSequence, eventId: EventId): Promise<boolean> {
+    const clock = systemTime;
+    const captureStart = clock.monotonicNow();
+    const { state, ids } = this.projector.checkpointState();
+    const checkpoint = {
+      sessionId: this.sessionId,
+      sequence: head,
+      eventId,
+      projectorVersion: DURABLE_PROJECTOR_VERSION,
+      anchor: this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent),
+      digest: this.#digest,
+      state,
+      commands: this.index.toCheckpoint(this.checkpoints.keepCommands),
+      // The projector goes on adding to its own set; the checkpoint keeps a fork nobody adds to.
+      ids: ids.fork(),
+    };
+    const generation = this.#generation;
+    this.#sinceEvents = 0;
+    this.#sinceBytes = 0;
+    const keys = checkpoint.ids.size;
+    const addedKeys = Math.max(0, keys - this.#liveKeys);
+    this.#liveKeys = keys;
+    const captureMs = clock.monotonicNow() - captureStart;
+    const write = this.#writes.then(async () => {
+      if (generation !== this.#generation) return false;
+      // SAFETY: #live checked the capability.
+      const store = this.store as unknown as DurableLiveCheckpointStore;
+      const storeStart = clock.monotonicNow();
+      await this.call(undefined, (callSignal) => store.writeLiveCheckpoint(this.sessionId, checkpoint, { signal: callSignal }), 'checkpoint write');
+      try {
+        this.checkpoints.onWrite?.({ sequence: head, bytes: 0, keys, addedKeys, captureMs, encodeMs: 0, storeMs: clock.monotonicNow() - storeStart });
+      } catch (error) {
+        this.checkpoints.onWriteError?.(error);
+      }
+      return true;
+    });
+    return this.#settle(write, report);
   }
 
   /**

@@ -73,7 +73,7 @@ export interface ProjectionFailure {
 export interface InspectionCheckpoint {
   /** Sequence it stands at (0 when the store failed to read it: `discarded`, the reason in `notes`). */
   sequence: number;
-  /** Size of the stored record. */
+  /** Size of the stored record (0 for a live checkpoint the view opened from: the memory store keeps it as objects). */
   bytes: number;
   /** Events after it that an open folds (`head - sequence`; negative for one beyond the head). */
   behind: number;
@@ -183,7 +183,9 @@ export function describeCheckpoint(inspection: Pick<Inspection, 'checkpointSuppo
           : checkpoint.status === 'used'
             ? `this view opened from it and folded the ${Math.max(0, checkpoint.behind)} event(s) after it; not audited (\`agent-ledger verify\` audits it)`
             : 'not checked (the log breaks the projector before it)';
-  return `${where}, ${checkpoint.bytes} bytes: ${verdict}`;
+  // No record is ever empty: 0 bytes is a live checkpoint, held as objects (the memory store).
+  const size = checkpoint.bytes === 0 ? 'kept live in memory' : `${checkpoint.bytes} bytes`;
+  return `${where}, ${size}: ${verdict}`;
 }
 
 /** The projector's verdict on `error`, as the inspection reports it. */
@@ -391,7 +393,7 @@ async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId
     signal,
   );
   if (loaded === null) return null;
-  const at = loaded.decoded.sequence;
+  const at = loaded.sequence;
   const projector = loaded.projector;
   const list = eventListOf(options);
   const { keep, from } = list;
@@ -431,7 +433,8 @@ async function foldFromCheckpoint(store: DurableEventStore, sessionId: SessionId
     timeline,
     checkpoint: {
       sequence: at,
-      bytes: loaded.data.byteLength,
+      // A live checkpoint (the memory store) has no bytes.
+      bytes: loaded.record?.data.byteLength ?? 0,
       behind: (head ?? 0) - at,
       status: 'used',
       defects: [],
