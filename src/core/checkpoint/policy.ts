@@ -34,7 +34,9 @@ export interface DurableCheckpointPolicy {
 /**
  * One checkpoint write, as reported to `onWrite`. Times are milliseconds of the host's monotonic
  * clock (`performance.now`); a Cloudflare Worker's clock does not advance during synchronous work,
- * so there the synchronous parts read 0.
+ * so there the synchronous parts read 0. A live checkpoint (a store that declares
+ * `liveCheckpoints`: the memory store) is not encoded: `bytes` and `encodeMs` are 0 and `keys`
+ * counts the IDs its set holds.
  */
 export interface DurableCheckpointWriteInfo {
   /** Sequence the checkpoint stands at. */
