@@ -17,28 +17,19 @@
  * (`readCheckpoint`: a tool, a test, a copy to another store) gets them encoded on demand by
  * {@link encodeLiveCheckpoint}, in the format of every other store.
  */
-import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
-import type { CommandIndexCheckpoint } from '../journal/command-index.js';
-import type { FoldState } from '../projector/fold-state.js';
+import type { SessionId } from '../../protocol/ids.js';
 import type { PersistentKeySet } from '../projector/persistent-key-set.js';
 import type { DurableStoreCallOptions } from '../store.js';
-import { encodeCompacted } from './codec.js';
+import { encodeCompacted, type DecodedCheckpoint } from './codec.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import type { RunningHashState } from './hash.js';
 import { sortedHashes } from './key-filter.js';
 
-/** A checkpoint as the journal's objects (internal to the process that wrote it). */
-export interface DurableLiveCheckpoint {
-  readonly sessionId: SessionId;
-  readonly sequence: EventSequence;
-  readonly eventId: EventId;
-  readonly projectorVersion: number;
-  /** `anchorOf` the event at `sequence`. */
-  readonly anchor: number;
-  /** Running digest of the identities of events 1..sequence (as in a record). */
-  readonly digest: RunningHashState;
-  readonly state: FoldState;
-  readonly commands: CommandIndexCheckpoint;
+/**
+ * A checkpoint as the journal's objects (internal to the process that wrote it): the content of a
+ * record (position, projector version, anchor, digest, fold state, command ranges) and, instead
+ * of a key filter, the used-ID set itself.
+ */
+export interface DurableLiveCheckpoint extends Omit<DecodedCheckpoint, 'keys' | 'extent'> {
   /**
    * Every ID used up to `sequence`: a fork nobody adds to (readers fork it again). Keys of its
    * `base` are known by hash only (a journal that opened from an encoded record).

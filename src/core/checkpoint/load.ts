@@ -80,7 +80,7 @@ export async function loadCheckpoint(
       // The stored set is never added to: this journal adds to a fork of it.
       const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, live.state, live.ids.fork());
       return {
-        loaded: { ...live, projector, index: CommandIndex.fromCheckpoint(live.commands), record: null },
+        loaded: { ...positionOf(live), projector, index: CommandIndex.fromCheckpoint(live.commands), record: null },
         outcome: { status: 'used', sequence: live.sequence },
       };
     }
@@ -102,13 +102,18 @@ export async function loadCheckpoint(
   const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, decoded.state, ids);
   return {
     loaded: {
-      ...decoded,
+      ...positionOf(decoded),
       projector,
       index: CommandIndex.fromCheckpoint(decoded.commands),
       record: { data: record.data, keys: decoded.keys, extent: decoded.extent },
     },
     outcome: { status: 'used', sequence: decoded.sequence },
   };
+}
+
+/** Where a checkpoint stands and the hashes a writer continues from. */
+function positionOf(checkpoint: Pick<LoadedCheckpoint, 'sequence' | 'eventId' | 'anchor' | 'digest'>) {
+  return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, anchor: checkpoint.anchor, digest: checkpoint.digest };
 }
 
 /** Why checks 2 and 3 refuse `checkpoint`, or `null` when it may be used. */
