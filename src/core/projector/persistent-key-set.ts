@@ -5,18 +5,21 @@
  * Request/Turn/Tool/... IDs for reuse checks), and copies of it are taken while the original goes
  * on: a projection checkpoint kept live by the memory store holds one per write, `clone()` one per
  * call. Copying a `Set` per copy would make a long session quadratic, so:
- * 1. keys are added to a private `top` owned by one instance, a map from each key to its ordinal
- *    (how many keys `top` held before it). Keys are never removed, so the keys of `top` with an
- *    ordinal below `n` are exactly what `top` held when it had `n` keys;
- * 2. `fork()` gives the copy the original's layers plus a *view* of the original's `top`: that map
- *    (shared, never copied) and its size at the fork as a limit. The original keeps its `top` and
- *    goes on adding to it (at ordinals past every view's limit); the copy adds to a `top` of its own;
- * 3. so the original's layers never change, and a copy has one layer more than its original: only
- *    a chain of copies of copies (a session resumed again and again in one process) deepens. A
- *    fork of an instance with {@link MAX_LAYERS} layers first merges its adjacent layers of least
- *    total size into new maps (copying only those) until at most half that many remain, and the
- *    instance keeps the merged list;
- * 4. `has` checks `top`, then each layer's map within its limit.
+ * 1. keys are added to a private `top` owned by one instance: plain sets until its first fork
+ *    (a long fold without forks, such as opening a session, keeps every key in them), then maps
+ *    from each key to its ordinal (how many keys `top` held before it). Keys are never removed,
+ *    so the keys of a map `top` with an ordinal below `n` are exactly what it held at `n` keys;
+ * 2. the first `fork()` of an instance seals its sets into a layer of its own (moved, not copied)
+ *    and switches `top` to maps. Every fork gives the copy the original's layers plus a *view* of
+ *    the original's `top`: those maps (shared, never copied) and their size at the fork as a limit.
+ *    The original goes on adding to its maps (at ordinals past every view's limit); the copy adds
+ *    to a `top` of its own;
+ * 3. so an instance gains at most one layer in its life (the sealed sets), and a copy has at most
+ *    two more than its original: only a chain of copies of copies (a session resumed again and
+ *    again in one process) deepens. A fork of an instance with {@link MAX_LAYERS} layers first
+ *    merges its adjacent layers of least total size into new sets (copying only those) until at
+ *    most half that many remain, and the instance keeps the merged list;
+ * 4. `has` checks `top`, then each layer (a set, or a map within its limit).
  *
  * (Before the live checkpoints a fork sealed `top` into an immutable layer and merged layers
  * geometrically: amortised O(log n) copies per key, but a copy of the whole set now and then,
@@ -27,8 +30,8 @@
  * a string's hash) instead of concatenating, flattening and hashing a new key on every lookup.
  * `has`/`add`/`exactKeys`/`drainAdds` still speak spelled keys, so this is invisible outside.
  *
- * Memory: one map entry per key (the ID string the event carried and a small integer) for the
- * set's lifetime, shared by all forks.
+ * Memory: one set entry per key folded before the first fork, one map entry (the ID and a small
+ * integer, about a third larger) per key after it, for the set's lifetime, shared by all forks.
  *
  * A set restored from a projection checkpoint also has a `base`: the hashes of every key used
  * before the checkpoint. A key found there is only *maybe* present, so `has` and `add` throw
@@ -53,23 +56,28 @@ const KINDS = OTHER_KIND + 1;
 const SPELLING: readonly string[] = [...KEY_PREFIXES, ''];
 const KIND_OF_PREFIX: ReadonlyMap<string, number> = new Map(KEY_PREFIXES.map((prefix, kind) => [prefix, kind]));
 
-/** One map of IDs (to their ordinal in the owner's `top`) per kind (absent while empty). */
-type KindMaps = (Map<string, number> | undefined)[];
+/**
+ * The IDs of one kind in `top`: a set while no fork views `top`, then a map from each ID to its
+ * ordinal (absent while empty).
+ */
+type KindStore = Set<string> | Map<string, number> | undefined;
 
 /** Layers of a fork deeper than this are merged first (see the module header, 3). */
 export const MAX_LAYERS = 8;
 
 /**
- * A layer: the keys of `maps` whose ordinal is below `limit` (a view of another instance's `top`,
- * which may have grown since), or all of them for a merged layer. Never modified by its readers.
+ * A layer, never modified by its readers: either sealed `sets` (every key in them belongs to the
+ * layer) or a view of another instance's `top` maps (the keys whose ordinal is below `limit`;
+ * that `top` may have grown since). `limit` is the number of keys either way.
  */
 interface Layer {
-  readonly maps: readonly (ReadonlyMap<string, number> | undefined)[];
+  readonly sets: readonly (ReadonlySet<string> | undefined)[] | null;
+  readonly maps: readonly (ReadonlyMap<string, number> | undefined)[] | null;
   readonly limit: number;
 }
 
-function emptyKindMaps(): KindMaps {
-  return new Array<Map<string, number> | undefined>(KINDS).fill(undefined);
+function emptyKindStores(): KindStore[] {
+  return new Array<KindStore>(KINDS).fill(undefined);
 }
 
 /** The kind and ID of a key spelled as a string: the inverse of `SPELLING[kind] + id`. */
@@ -84,7 +92,10 @@ function splitKey(key: string): { kind: number; id: string } {
 /** A grow-only string set with cheap forks. */
 export class PersistentKeySet {
   private layers: readonly Layer[];
-  private readonly top: KindMaps = emptyKindMaps();
+  /** This instance's own keys: sets until the first fork, maps (ID to ordinal) after it. */
+  private top: KindStore[] = emptyKindStores();
+  /** True once a fork may view `top` (it holds maps from then on). */
+  private viewed = false;
   private topSize = 0;
   /** Hashes of the keys used before a checkpoint (empty when folded from the start). */
   readonly base: HashedKeyFilter;
@@ -122,8 +133,8 @@ export class PersistentKeySet {
 
   /** Every key known exactly (added to this set, not part of `base`). */
   *exactKeys(): IterableIterator<string> {
-    for (const layer of this.layers) yield* spell(layer.maps, layer.limit);
-    yield* spell(this.top, Number.POSITIVE_INFINITY);
+    for (const layer of this.layers) yield* spell(layer);
+    yield* spell({ sets: null, maps: null, limit: Number.POSITIVE_INFINITY }, this.top);
   }
 
   /** The hashes of every key of this set: `base` plus the exact keys. */
@@ -177,8 +188,13 @@ export class PersistentKeySet {
     for (let index = layers.length - 1; index >= 0; index--) {
       // SAFETY: index is within bounds.
       const layer = layers[index] as Layer;
-      const ordinal = layer.maps[kind]?.get(id);
-      if (ordinal !== undefined && ordinal < layer.limit) return true;
+      if (layer.sets !== null) {
+        if (layer.sets[kind]?.has(id) === true) return true;
+      } else {
+        // SAFETY: a layer has sets or maps.
+        const ordinal = (layer.maps as readonly (ReadonlyMap<string, number> | undefined)[])[kind]?.get(id);
+        if (ordinal !== undefined && ordinal < layer.limit) return true;
+      }
     }
     return false;
   }
@@ -195,12 +211,15 @@ export class PersistentKeySet {
 
   #add(kind: number, id: string): boolean {
     if (this.#has(kind, id)) return false;
-    let own = this.top[kind];
-    if (own === undefined) {
-      own = new Map();
-      this.top[kind] = own;
+    const own = this.top[kind];
+    if (this.viewed) {
+      if (own === undefined) this.top[kind] = new Map([[id, this.topSize]]);
+      else (own as Map<string, number>).set(id, this.topSize);
+    } else if (own === undefined) {
+      this.top[kind] = new Set([id]);
+    } else {
+      (own as Set<string>).add(id);
     }
-    own.set(id, this.topSize);
     this.topSize++;
     // SAFETY: kind is a valid index of SPELLING.
     this.added?.push((SPELLING[kind] as string) + id);
@@ -218,13 +237,22 @@ export class PersistentKeySet {
   /** An independent copy: later adds on either side are invisible to the other. */
   fork(): PersistentKeySet {
     if (this.layers.length >= MAX_LAYERS) this.layers = compacted(this.layers, MAX_LAYERS / 2);
-    const layers = this.topSize === 0 ? this.layers : [...this.layers, { maps: this.top, limit: this.topSize }];
+    if (!this.viewed) {
+      // Nobody views the sets yet: they become a sealed layer of this instance as they are (moved,
+      // not copied), and its keys from now on go to maps a fork can view.
+      if (this.topSize > 0) this.layers = [...this.layers, { sets: this.top as (Set<string> | undefined)[], maps: null, limit: this.topSize }];
+      this.top = emptyKindStores();
+      this.topSize = 0;
+      this.viewed = true;
+    }
+    const layers =
+      this.topSize === 0 ? this.layers : [...this.layers, { sets: null, maps: this.top as (Map<string, number> | undefined)[], limit: this.topSize }];
     return new PersistentKeySet(layers, this.base);
   }
 }
 
 /**
- * `layers` with adjacent pairs of least total size merged (into new maps: the old ones may be
+ * `layers` with adjacent pairs of least total size merged (into new sets: the old ones may be
  * shared) until at most `count` remain. Same keys, in the same order of layers.
  */
 function compacted(layers: readonly Layer[], count: number): Layer[] {
@@ -241,33 +269,38 @@ function compacted(layers: readonly Layer[], count: number): Layer[] {
   return list;
 }
 
-/** One layer holding the keys of both (ordinals renumbered; its limit admits all of them). */
+/** One sealed layer holding the keys of both. */
 function merged(older: Layer, newer: Layer): Layer {
-  const maps = emptyKindMaps();
-  let ordinal = 0;
+  const sets = new Array<Set<string> | undefined>(KINDS).fill(undefined);
+  let size = 0;
   for (const layer of [older, newer]) {
-    for (let kind = 0; kind < KINDS; kind++) {
-      const source = layer.maps[kind];
-      if (source === undefined) continue;
-      let target = maps[kind];
-      for (const [id, at] of source) {
-        if (at >= layer.limit) continue;
-        if (target === undefined) {
-          target = new Map();
-          maps[kind] = target;
-        }
-        target.set(id, ordinal++);
+    for (const key of spell(layer)) {
+      const { kind, id } = splitKey(key);
+      let target = sets[kind];
+      if (target === undefined) {
+        target = new Set();
+        sets[kind] = target;
       }
+      target.add(id);
+      size++;
     }
   }
-  return { maps, limit: ordinal };
+  return { sets, maps: null, limit: size };
 }
 
-/** The keys of one layer (those with an ordinal below `limit`), spelled out. */
-function* spell(maps: readonly (ReadonlyMap<string, number> | undefined)[], limit: number): IterableIterator<string> {
-  for (let kind = 0; kind < maps.length; kind++) {
-    const map = maps[kind];
+/** The keys of one layer, spelled out (of `top` when given: sets or maps, every key). */
+function* spell(layer: Layer, top?: readonly KindStore[]): IterableIterator<string> {
+  const stores: readonly (ReadonlySet<string> | ReadonlyMap<string, number> | undefined)[] = top ?? layer.sets ?? layer.maps ?? [];
+  const limit = top === undefined && layer.sets === null ? layer.limit : Number.POSITIVE_INFINITY;
+  for (let kind = 0; kind < stores.length; kind++) {
+    const store = stores[kind];
+    if (store === undefined) continue;
     // SAFETY: kind is a valid index of SPELLING.
-    if (map !== undefined) for (const [id, at] of map) if (at < limit) yield (SPELLING[kind] as string) + id;
+    const prefix = SPELLING[kind] as string;
+    if (store instanceof Map) {
+      for (const [id, at] of store) if (at < limit) yield prefix + id;
+    } else {
+      for (const id of store) yield prefix + id;
+    }
   }
 }
