@@ -29,9 +29,9 @@ const codeOf = (run: () => unknown): string | undefined => {
 };
 
 describe('checkpoint uploads', () => {
-  it('slices a record into views of at most the slice size, and gathers them back exactly', () => {
+  it('slices a record into copies of at most the slice size, and gathers them back exactly', () => {
     const whole = record(1000);
-    const slices = checkpointWriteSlices(whole, 'u', 300);
+    const slices = [...checkpointWriteSlices(whole, 'u', 300)];
     expect(slices.every((slice) => slice.data.buffer.byteLength === slice.data.length), 'each slice owns its bytes').toBe(true);
     expect(slices.map((slice) => [slice.offset, slice.data.length])).toEqual([
       [0, 300],
@@ -49,14 +49,14 @@ describe('checkpoint uploads', () => {
 
   it('refuses a slice that does not continue the upload, and a new upload at offset 0 replaces it', () => {
     const uploads = new CheckpointUploads(() => 0);
-    const [first, second, third] = checkpointWriteSlices(record(30), 'a', 10) as [CheckpointWriteSlice, CheckpointWriteSlice, CheckpointWriteSlice];
+    const [first, second, third] = [...checkpointWriteSlices(record(30), 'a', 10)] as [CheckpointWriteSlice, CheckpointWriteSlice, CheckpointWriteSlice];
     expect(uploads.add(first)).toBeNull();
     expect(codeOf(() => uploads.add(third)), 'out of order').toBe('DURABLE_EVENT_INVALID_INPUT');
     expect(codeOf(() => uploads.add({ ...second, uploadId: 'b' })), 'another upload').toBe('DURABLE_EVENT_INVALID_INPUT');
     expect(codeOf(() => uploads.add({ ...second, eventId: 'e-8' })), 'another position').toBe('DURABLE_EVENT_INVALID_INPUT');
     expect(codeOf(() => uploads.add({ ...second, totalBytes: 31 })), 'another size').toBe('DURABLE_EVENT_INVALID_INPUT');
     // A new upload from offset 0 drops the first; the first's next slice is then refused.
-    const other = checkpointWriteSlices(record(20), 'c', 10) as [CheckpointWriteSlice, CheckpointWriteSlice];
+    const other = [...checkpointWriteSlices(record(20), 'c', 10)] as [CheckpointWriteSlice, CheckpointWriteSlice];
     expect(uploads.add(other[0])).toBeNull();
     expect(codeOf(() => uploads.add(second))).toBe('DURABLE_EVENT_INVALID_INPUT');
     expect(uploads.add(other[1])?.data.length).toBe(20);
@@ -65,7 +65,7 @@ describe('checkpoint uploads', () => {
   it('drops an upload nobody continued for the idle time', () => {
     let now = 1000;
     const uploads = new CheckpointUploads(() => now);
-    const [first, second] = checkpointWriteSlices(record(20), 'a', 10) as [CheckpointWriteSlice, CheckpointWriteSlice];
+    const [first, second] = [...checkpointWriteSlices(record(20), 'a', 10)] as [CheckpointWriteSlice, CheckpointWriteSlice];
     expect(uploads.add(first)).toBeNull();
     now += CHECKPOINT_UPLOAD_IDLE_MS;
     expect(uploads.add(second)?.data.length, 'continued just in time').toBe(20);

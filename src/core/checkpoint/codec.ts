@@ -76,6 +76,9 @@ export interface DecodedCheckpoint {
   readonly extent: CheckpointExtent;
 }
 
+/** What a writer encodes besides the key filter: everything a checkpoint restores but its IDs. */
+export type CheckpointContent = Omit<DecodedCheckpoint, 'keys' | 'extent'>;
+
 /** The canonical text of an event: what the anchor hashes. */
 export function canonicalEventText(event: DurableEventEnvelope): string {
   // SAFETY: envelopes are validated lossless JSON.
@@ -167,7 +170,7 @@ function chainState(previous: number): RunningHashState {
   return { h1: (INITIAL_HASH_STATE.h1 ^ low) >>> 0, h2: (INITIAL_HASH_STATE.h2 ^ Math.floor(previous / 4294967296)) >>> 0 };
 }
 
-function encodeHeader(checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>, keyCount: number, runs: readonly CheckpointRun[]): Uint8Array {
+function encodeHeader(checkpoint: CheckpointContent, keyCount: number, runs: readonly CheckpointRun[]): Uint8Array {
   const header: Header = {
     format: CHECKPOINT_FORMAT,
     projectorVersion: checkpoint.projectorVersion,
@@ -248,7 +251,7 @@ export interface EncodedCheckpoint {
  * `allocate(n)` (at least `n` bytes; a reused one is fine: every byte of the record is written).
  */
 export function encodeCompacted(
-  checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>,
+  checkpoint: CheckpointContent,
   runs: readonly KeyRun[],
   allocate: (bytes: number) => ArrayBuffer,
 ): EncodedCheckpoint {
@@ -272,7 +275,7 @@ export function encodeCompacted(
  * caller then writes a compacted record instead (default 1.5: at most a third of a record is dead).
  */
 export function encodeExtension(
-  checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>,
+  checkpoint: CheckpointContent,
   extent: CheckpointExtent,
   base: Uint8Array,
   fresh: Float64Array,
@@ -307,7 +310,7 @@ export function encodeExtension(
   return { record: recordOf(checkpoint, bytes), keys: filterOf(bytes, next.runs), extent: next };
 }
 
-function recordOf(checkpoint: Omit<DecodedCheckpoint, 'keys' | 'extent'>, data: Uint8Array): DurableCheckpointRecord {
+function recordOf(checkpoint: CheckpointContent, data: Uint8Array): DurableCheckpointRecord {
   return { sequence: checkpoint.sequence, eventId: checkpoint.eventId, data };
 }
 

@@ -340,23 +340,23 @@ export interface CheckpointWriteSlice {
 }
 
 /**
- * The slices of a whole record for a sliced write (see {@link writeWholeCheckpoint}), at most `sliceBytes` each: copies,
- * since a view would carry its whole buffer across RPC (structured clone copies the buffer).
+ * The slices of a whole record for a sliced write (see {@link writeWholeCheckpoint}), at most
+ * `sliceBytes` each, made one at a time as they are taken (so a sender holds one slice besides the
+ * record): copies, since a view would carry its whole buffer across RPC (structured clone copies
+ * the buffer).
  */
-export function checkpointWriteSlices(record: DurableCheckpointRecord, uploadId: string, sliceBytes = CHECKPOINT_SLICE_BYTES): CheckpointWriteSlice[] {
-  const slices: CheckpointWriteSlice[] = [];
+export function* checkpointWriteSlices(record: DurableCheckpointRecord, uploadId: string, sliceBytes = CHECKPOINT_SLICE_BYTES): Generator<CheckpointWriteSlice> {
   const total = record.data.length;
   for (let offset = 0; offset < total; offset += sliceBytes) {
-    slices.push({
+    yield {
       uploadId,
       sequence: record.sequence,
       eventId: record.eventId,
       totalBytes: total,
       offset,
       data: record.data.slice(offset, Math.min(total, offset + sliceBytes)),
-    });
+    };
   }
-  return slices;
 }
 
 /**
@@ -375,14 +375,13 @@ export async function writeWholeCheckpoint(
     await whole(record);
     return;
   }
-  const slices = checkpointWriteSlices(record, crypto.randomUUID());
-  for (const [index, part] of slices.entries()) {
+  for (const part of checkpointWriteSlices(record, crypto.randomUUID())) {
     const written = await slice(part);
-    if (written === null && index === 0) {
+    if (written === null && part.offset === 0) {
       await whole(record);
       return;
     }
-    if (written !== (index === slices.length - 1)) {
+    if (written !== (part.offset + part.data.length === part.totalBytes)) {
       throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object lost the checkpoint upload; the next write starts again');
     }
   }

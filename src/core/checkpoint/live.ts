@@ -20,7 +20,7 @@
 import type { SessionId } from '../../protocol/ids.js';
 import type { PersistentKeySet } from '../projector/persistent-key-set.js';
 import type { DurableStoreCallOptions } from '../store.js';
-import { encodeCompacted, type DecodedCheckpoint } from './codec.js';
+import { encodeCompacted, type CheckpointContent } from './codec.js';
 import type { DurableCheckpointRecord } from './contract.js';
 import { sortedHashes } from './key-filter.js';
 
@@ -29,7 +29,7 @@ import { sortedHashes } from './key-filter.js';
  * record (position, projector version, anchor, digest, fold state, command ranges) and, instead
  * of a key filter, the used-ID set itself.
  */
-export interface DurableLiveCheckpoint extends Omit<DecodedCheckpoint, 'keys' | 'extent'> {
+export interface DurableLiveCheckpoint extends CheckpointContent {
   /**
    * Every ID used up to `sequence`: a fork nobody adds to (readers fork it again). Keys of its
    * `base` are known by hash only (a journal that opened from an encoded record).

@@ -21,7 +21,7 @@ import { CommandIndex } from '../journal/command-index.js';
 import { PersistentKeySet } from '../projector/persistent-key-set.js';
 import { DURABLE_PROJECTOR_VERSION, DurableSessionProjector } from '../projector/projector.js';
 import { anchorOf, decodeCheckpoint, type CheckpointExtent } from './codec.js';
-import { isCheckpointStore } from './contract.js';
+import { isCheckpointStore, type DurableCheckpointRecord } from './contract.js';
 import type { RunningHashState } from './hash.js';
 import type { HashedKeyFilter } from './key-filter.js';
 import { keepsLiveCheckpoints, type DurableLiveCheckpoint } from './live.js';
@@ -66,34 +66,26 @@ export async function loadCheckpoint(
   signal: AbortSignal | undefined,
 ): Promise<{ loaded: LoadedCheckpoint | null; outcome: DurableCheckpointOutcome }> {
   const discard = (reason: string) => ({ loaded: null, outcome: { status: 'discarded', reason } as const });
-  if (keepsLiveCheckpoints(store)) {
-    let live;
-    try {
-      live = await store.readLiveCheckpoint(sessionId, { signal });
-    } catch (error) {
-      signal?.throwIfAborted();
-      return discard(`reading it failed: ${String(error)}`);
-    }
-    if (live !== null) {
-      const refused = await refusal(live, sessionId, readPage);
-      if (refused !== null) return discard(refused);
-      // The stored set is never added to: this journal adds to a fork of it.
-      const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, live.state, live.ids.fork());
-      return {
-        loaded: { ...positionOf(live), projector, index: CommandIndex.fromCheckpoint(live.commands), record: null },
-        outcome: { status: 'used', sequence: live.sequence },
-      };
-    }
-  }
-  if (!isCheckpointStore(store)) return { loaded: null, outcome: { status: 'none' } };
-  let record;
+  let stored;
   try {
-    record = await store.readCheckpoint(sessionId, { signal });
+    stored = await readStored(store, sessionId, signal);
   } catch (error) {
     signal?.throwIfAborted();
     return discard(`reading it failed: ${String(error)}`);
   }
-  if (record === null) return { loaded: null, outcome: { status: 'none' } };
+  if (stored === null) return { loaded: null, outcome: { status: 'none' } };
+  if (!('data' in stored)) {
+    const live = stored;
+    const refused = await refusal(live, sessionId, readPage);
+    if (refused !== null) return discard(refused);
+    // The stored set is never added to: this journal adds to a fork of it.
+    const projector = DurableSessionProjector.fromCheckpointState({ sessionId }, live.state, live.ids.fork());
+    return {
+      loaded: { ...positionOf(live), projector, index: CommandIndex.fromCheckpoint(live.commands), record: null },
+      outcome: { status: 'used', sequence: live.sequence },
+    };
+  }
+  const record = stored;
   const decoded = decodeCheckpoint(record);
   if (typeof decoded === 'string') return discard(decoded);
   const refused = await refusal(decoded, sessionId, readPage);
@@ -109,6 +101,19 @@ export async function loadCheckpoint(
     },
     outcome: { status: 'used', sequence: decoded.sequence },
   };
+}
+
+/** The stored checkpoint: a live one first (on a store that keeps them), else the record, else `null`. */
+async function readStored(
+  store: unknown,
+  sessionId: SessionId,
+  signal: AbortSignal | undefined,
+): Promise<DurableLiveCheckpoint | DurableCheckpointRecord | null> {
+  if (keepsLiveCheckpoints(store)) {
+    const live = await store.readLiveCheckpoint(sessionId, { signal });
+    if (live !== null) return live;
+  }
+  return isCheckpointStore(store) ? store.readCheckpoint(sessionId, { signal }) : null;
 }
 
 /** Where a checkpoint stands and the hashes a writer continues from. */

@@ -1,8 +1,8 @@
 /**
  * Preview of a command before anything is written.
  *
- * 1. Fork the journal's projector (cheap: it shares persistent state; the fork is dropped
- *    before this synchronous call returns, so it overlays the projector's recent IDs) and fold the command's
+ * 1. Fork the journal's projector (cheap: it shares persistent state, and its used-ID set is a
+ *    view of the projector's, O(layers); the fork is dropped after this call) and fold the command's
  *    drafts into the fork as synthetic envelopes: placeholder event IDs, sequences continuing the
  *    head, `recordedAt` = now. Any invariant the projector enforces rejects the command here.
  * 2. Before each Request terminal draft, check its anchor: it must name, in `causationEventId`,
@@ -114,8 +114,7 @@ export function previewCommand(
   drafts: readonly DurableEventDraft[],
   context: CommandPreviewContext,
 ): void {
-  // The fork lives only for this synchronous call, so the overlay copy (no sealing) is safe.
-  const fork = projector.previewClone();
+  const fork = projector.clone();
   const base = context.head ?? 0;
   previewIdPrefix ??= `journal-preview-${crypto.randomUUID()}-`;
   const idPrefix = `${previewIdPrefix}${previewCounter++}`;

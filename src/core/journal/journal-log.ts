@@ -26,13 +26,13 @@ import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { areParsedEnvelopes, plannedEncodedBytes } from '../log-engine.js';
 import { CommandIndex, type CommandRange } from './command-index.js';
-import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointExtent } from '../checkpoint/codec.js';
+import { anchorOf, chainDigest, encodeCompacted, encodeExtension, type CheckpointContent, type CheckpointExtent } from '../checkpoint/codec.js';
 import { isCheckpointStore, keepsCheckpointExtensions, reuseCheckpointBuffer, type DurableCheckpointRecord, type DurableCheckpointStore } from '../checkpoint/contract.js';
 import { INITIAL_HASH_STATE, type RunningHashState } from '../checkpoint/hash.js';
 import { HashedKeyFilter, isCheckpointInconclusive, sortedHashes } from '../checkpoint/key-filter.js';
-import { keepsLiveCheckpoints, type DurableLiveCheckpointStore } from '../checkpoint/live.js';
+import { keepsLiveCheckpoints, type DurableLiveCheckpoint, type DurableLiveCheckpointStore } from '../checkpoint/live.js';
 import { loadCheckpoint, type DurableCheckpointOutcome, type LoadedCheckpoint } from '../checkpoint/load.js';
-import { checkpointDue, type CheckpointSettings } from '../checkpoint/policy.js';
+import { checkpointDue, type CheckpointSettings, type DurableCheckpointWriteInfo } from '../checkpoint/policy.js';
 import { ID_SPACE } from '../projector/fold-state.js';
 import { DURABLE_PROJECTOR_VERSION } from '../projector/projector.js';
 
@@ -338,54 +338,22 @@ export class JournalLog {
     if (!this.#writesCheckpoints || head === null || eventId === null || this.projector.failed || this.projector.needsFullFold) {
       return Promise.resolve(false);
     }
-    if (this.#live) return this.#liveCheckpoint(report, head, eventId);
-    const clock = systemTime;
-    const captureStart = clock.monotonicNow();
+    const captureStart = systemTime.monotonicNow();
     const { state, ids } = this.projector.checkpointState();
-    const drained = ids.drainAdds();
-    const commands = this.index.toCheckpoint(this.checkpoints.keepCommands);
-    const digest = this.#digest;
-    const anchor = this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent);
-    const generation = this.#generation;
+    const content: CheckpointContent = {
+      sessionId: this.sessionId,
+      sequence: head,
+      eventId,
+      projectorVersion: DURABLE_PROJECTOR_VERSION,
+      anchor: this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent),
+      digest: this.#digest,
+      state,
+      commands: this.index.toCheckpoint(this.checkpoints.keepCommands),
+    };
     this.#sinceEvents = 0;
     this.#sinceBytes = 0;
-    const captureMs = clock.monotonicNow() - captureStart;
-    const write = this.#writes.then(async () => {
-      await nextTask();
-      if (generation !== this.#generation) return false;
-      const encodeStart = clock.monotonicNow();
-      // SAFETY: #writesCheckpoints checked the capability.
-      const store = this.store as unknown as DurableCheckpointStore;
-      const { record, keys } = this.#encode(
-        { sessionId: this.sessionId, sequence: head, eventId, projectorVersion: DURABLE_PROJECTOR_VERSION, anchor, digest, state, commands },
-        sortedHashes(drained),
-        this.#extends,
-      );
-      this.#filter = keys;
-      const storeStart = clock.monotonicNow();
-      await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
-      const onWrite = this.checkpoints.onWrite;
-      // A throwing metrics hook is not a failed write: it is reported like one and ignored.
-      try {
-        onWrite?.({
-          sequence: head,
-          bytes: record.data.length,
-          keys: keys.size,
-          addedKeys: drained.length,
-          captureMs,
-          encodeMs: storeStart - encodeStart,
-          storeMs: clock.monotonicNow() - storeStart,
-        });
-      } catch (error) {
-        this.checkpoints.onWriteError?.(error);
-      }
-      return true;
-    });
-    return this.#settle(write, report);
-  }
-
-  /** Queues `write` behind later ones; with `report` a failure rejects, else it goes to `onWriteError`. */
-  #settle(write: Promise<boolean>, report: boolean): Promise<boolean> {
+    // The projector goes on adding to its own set: a live checkpoint keeps a fork nobody adds to.
+    const write = this.#live ? this.#writeLive({ ...content, ids: ids.fork() }, captureStart) : this.#writeRecord(content, ids.drainAdds(), captureStart);
     this.#writes = write.then(
       () => undefined,
       () => undefined,
@@ -397,44 +365,60 @@ export class JournalLog {
     });
   }
 
-  /** `checkpoint` on a store that keeps live checkpoints: captured now, handed over after earlier writes. */
-  #liveCheckpoint(report: boolean, head: EventSequence, eventId: EventId): Promise<boolean> {
+  /** Encodes `content` with the `drained` new IDs and writes the record, after the earlier writes and the current task. */
+  #writeRecord(content: CheckpointContent, drained: string[], captureStart: number): Promise<boolean> {
     const clock = systemTime;
-    const captureStart = clock.monotonicNow();
-    const { state, ids } = this.projector.checkpointState();
-    const checkpoint = {
-      sessionId: this.sessionId,
-      sequence: head,
-      eventId,
-      projectorVersion: DURABLE_PROJECTOR_VERSION,
-      anchor: this.#anchorEvent === null ? this.#anchor : anchorOf(this.#anchorEvent),
-      digest: this.#digest,
-      state,
-      commands: this.index.toCheckpoint(this.checkpoints.keepCommands),
-      // The projector goes on adding to its own set; the checkpoint keeps a fork nobody adds to.
-      ids: ids.fork(),
-    };
+    const captureMs = clock.monotonicNow() - captureStart;
     const generation = this.#generation;
-    this.#sinceEvents = 0;
-    this.#sinceBytes = 0;
+    return this.#writes.then(async () => {
+      await nextTask();
+      if (generation !== this.#generation) return false;
+      const encodeStart = clock.monotonicNow();
+      // SAFETY: #writesCheckpoints checked the capability.
+      const store = this.store as unknown as DurableCheckpointStore;
+      const { record, keys } = this.#encode(content, sortedHashes(drained), this.#extends);
+      this.#filter = keys;
+      const storeStart = clock.monotonicNow();
+      await this.call(undefined, (callSignal) => store.writeCheckpoint(this.sessionId, record, { signal: callSignal }), 'checkpoint write');
+      this.#reportWrite({
+        sequence: content.sequence,
+        bytes: record.data.length,
+        keys: keys.size,
+        addedKeys: drained.length,
+        captureMs,
+        encodeMs: storeStart - encodeStart,
+        storeMs: clock.monotonicNow() - storeStart,
+      });
+      return true;
+    });
+  }
+
+  /** Hands a live checkpoint to the store (`../checkpoint/live.ts`), after the earlier writes. */
+  #writeLive(checkpoint: DurableLiveCheckpoint, captureStart: number): Promise<boolean> {
+    const clock = systemTime;
     const keys = checkpoint.ids.size;
     const addedKeys = Math.max(0, keys - this.#liveKeys);
     this.#liveKeys = keys;
     const captureMs = clock.monotonicNow() - captureStart;
-    const write = this.#writes.then(async () => {
+    const generation = this.#generation;
+    return this.#writes.then(async () => {
       if (generation !== this.#generation) return false;
       // SAFETY: #live checked the capability.
       const store = this.store as unknown as DurableLiveCheckpointStore;
       const storeStart = clock.monotonicNow();
       await this.call(undefined, (callSignal) => store.writeLiveCheckpoint(this.sessionId, checkpoint, { signal: callSignal }), 'checkpoint write');
-      try {
-        this.checkpoints.onWrite?.({ sequence: head, bytes: 0, keys, addedKeys, captureMs, encodeMs: 0, storeMs: clock.monotonicNow() - storeStart });
-      } catch (error) {
-        this.checkpoints.onWriteError?.(error);
-      }
+      this.#reportWrite({ sequence: checkpoint.sequence, bytes: 0, keys, addedKeys, captureMs, encodeMs: 0, storeMs: clock.monotonicNow() - storeStart });
       return true;
     });
-    return this.#settle(write, report);
+  }
+
+  /** Calls `onWrite`; a throwing metrics hook is not a failed write: it is reported like one and ignored. */
+  #reportWrite(info: DurableCheckpointWriteInfo): void {
+    try {
+      this.checkpoints.onWrite?.(info);
+    } catch (error) {
+      this.checkpoints.onWriteError?.(error);
+    }
   }
 
   /**
@@ -444,7 +428,7 @@ export class JournalLog {
    * copies, so its buffer is free: an extension writes past its end (or copies it into a larger
    * buffer), a compaction writes into the spare buffer. Encodings alternate between two buffers.
    */
-  #encode(checkpoint: Parameters<typeof encodeCompacted>[0], fresh: Float64Array, extend: boolean): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
+  #encode(checkpoint: CheckpointContent, fresh: Float64Array, extend: boolean): { record: DurableCheckpointRecord; keys: HashedKeyFilter } {
     const previous = this.#record;
     if (extend && previous !== null) {
       const base = previous.bytes;

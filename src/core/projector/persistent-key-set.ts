@@ -134,7 +134,7 @@ export class PersistentKeySet {
   /** Every key known exactly (added to this set, not part of `base`). */
   *exactKeys(): IterableIterator<string> {
     for (const layer of this.layers) yield* spell(layer);
-    yield* spell({ sets: null, maps: null, limit: Number.POSITIVE_INFINITY }, this.top);
+    yield* spellStores(this.top, Number.POSITIVE_INFINITY);
   }
 
   /** The hashes of every key of this set: `base` plus the exact keys. */
@@ -226,14 +226,6 @@ export class PersistentKeySet {
     return true;
   }
 
-  /**
-   * A copy for a synchronous preview: the same as {@link fork} (both are O(layers) and stay valid
-   * however either side grows), kept as its own name for the projector's preview.
-   */
-  overlay(): PersistentKeySet {
-    return this.fork();
-  }
-
   /** An independent copy: later adds on either side are invisible to the other. */
   fork(): PersistentKeySet {
     if (this.layers.length >= MAX_LAYERS) this.layers = compacted(this.layers, MAX_LAYERS / 2);
@@ -288,10 +280,13 @@ function merged(older: Layer, newer: Layer): Layer {
   return { sets, maps: null, limit: size };
 }
 
-/** The keys of one layer, spelled out (of `top` when given: sets or maps, every key). */
-function* spell(layer: Layer, top?: readonly KindStore[]): IterableIterator<string> {
-  const stores: readonly (ReadonlySet<string> | ReadonlyMap<string, number> | undefined)[] = top ?? layer.sets ?? layer.maps ?? [];
-  const limit = top === undefined && layer.sets === null ? layer.limit : Number.POSITIVE_INFINITY;
+/** The keys of one layer, spelled out. */
+function spell(layer: Layer): IterableIterator<string> {
+  return spellStores(layer.sets ?? layer.maps ?? [], layer.limit);
+}
+
+/** The keys of per-kind stores, spelled out: every key of a set, a map's keys with an ordinal below `limit`. */
+function* spellStores(stores: readonly (ReadonlySet<string> | ReadonlyMap<string, number> | undefined)[], limit: number): IterableIterator<string> {
   for (let kind = 0; kind < stores.length; kind++) {
     const store = stores[kind];
     if (store === undefined) continue;

@@ -7,7 +7,7 @@
  * 2. The first violation fails the instance for good: every later `apply`, `snapshot`,
  *    `recoveryPlan` and `clone` throws that same error. Discard it, repair the log, replay.
  * 3. `snapshot()` hands out the immutable state (O(1)); `recoveryPlan()` classifies it.
- * 4. `clone()` shares the immutable state and forks the copy-on-write ID set in O(log n), so a
+ * 4. `clone()` shares the immutable state and forks the grow-only ID set in O(layers), so a
  *    journal can preview a command on a clone per commit without replaying history.
  */
 import { DurableEventProjectionError } from '../../protocol/errors.js';
@@ -156,24 +156,10 @@ export class DurableSessionProjector {
 
   /** An independent projector at the same position; applying to one never affects the other. */
   clone(): DurableSessionProjector {
-    return this.#copyWith((ids) => ids.fork());
-  }
-
-  /**
-   * A copy for a synchronous preview (internal: the journal's command preview). Since the used-ID
-   * set's forks became views (O(layers), never a copy of keys) this is the same as `clone()`; the
-   * callers still drop it within the same synchronous step.
-   */
-  previewClone(): DurableSessionProjector {
-    return this.#copyWith((ids) => ids.overlay());
-  }
-
-  /** A projector at the same position whose used-ID set is `copyIds` of this one's. */
-  #copyWith(copyIds: (ids: PersistentKeySet) => PersistentKeySet): DurableSessionProjector {
     this.throwIfFailed();
     const copy = new DurableSessionProjector({ sessionId: this.expectedSessionId });
     copy.state = this.state;
-    copy.ids = copyIds(this.ids);
+    copy.ids = this.ids.fork();
     copy.cachedSnapshot = this.cachedSnapshot;
     return copy;
   }
