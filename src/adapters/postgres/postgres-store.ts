@@ -99,7 +99,7 @@ import {
   migrationLockKey,
   migrationStatements,
 } from './schema.js';
-import { notifyStatement, postgresStatements, type PostgresStatements } from './statements.js';
+import { notifyStatement, postgresStatements, preparedStatementName, type PostgresStatements } from './statements.js';
 import { WatchHub, noticePayload, type NoticeKind, type WatchMode } from './watch-hub.js';
 
 /** Pooled connections that already carry the store's no-op 'error' listener. */
@@ -324,7 +324,7 @@ export class PostgresDurableEventStore
   readonly #notify: boolean;
   readonly #states = new Map<string, SessionState>();
   readonly #prepare: boolean;
-  /** Prepared-statement names by statement text (a handful: the statements are fixed per schema). */
+  /** Prepared-statement names by statement text (a handful: the statements are fixed per schema), see `preparedStatementName`. */
   readonly #names = new Map<string, string>();
   /** Per-session chains, so one store's writes to a session do not race each other. */
   readonly #queues = new Map<string, Promise<unknown>>();
@@ -578,7 +578,7 @@ export class PostgresDurableEventStore
     if (!this.#prepare || values.length === 0) return undefined;
     let name = this.#names.get(text);
     if (name === undefined) {
-      name = `agent_ledger_${this.#names.size}_${this.schema}`.slice(0, 63);
+      name = preparedStatementName(text);
       this.#names.set(text, name);
     }
     return name;

@@ -11,6 +11,19 @@
  * none is applied twice; the primary keys refuse a duplicate sequence at any isolation level.
  */
 
+import { createHash } from 'node:crypto';
+
+/**
+ * The prepared-statement name of `text`: `al_` and 32 hex digits of its SHA-256. `pg` keeps
+ * prepared statements per connection by name, and a pooled connection serves every store that
+ * shares the pool: a name that depends only on the text (which names the schema) is the same for
+ * the same statement in every store, schema and release, and differs for different statements.
+ * 35 characters, within PostgreSQL's 63.
+ */
+export function preparedStatementName(text: string): string {
+  return `al_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+}
+
 /** Columns of a session's state, in the order {@link PostgresStatements.readState} returns them. */
 const STATE_COLUMNS =
   'head::text AS head, lease_version::text AS lease_version, lease_id, owner_id, fencing_token::text AS fencing_token, ' +
