@@ -124,7 +124,14 @@ export class JournalLog {
     if (this.#writesCheckpoints && !this.#live) this.projector.checkpointState().ids.trackAdds();
   }
 
-  /** Opens: the latest valid checkpoint (when allowed), then every event after it. */
+  /**
+   * Opens: the latest valid checkpoint (when allowed), then every event after it. When the tail
+   * it folded made a checkpoint due (the policy's period; no checkpoint at all counts as the whole
+   * log), the open returns only once that write settled: a short-lived process (a CLI call, a
+   * serverless invocation) that closes its store and exits right after the open would otherwise
+   * lose it, and every later open would fold the same tail again. A failed write goes to
+   * `onWriteError` and the open still succeeds; the write is bounded by `storeTimeoutMs`.
+   */
   async load(signal: AbortSignal | undefined): Promise<void> {
     if (this.checkpoints.read) {
       const { loaded, outcome } = await loadCheckpoint(
@@ -138,6 +145,8 @@ export class JournalLog {
       if (loaded !== null) this.#adopt(loaded);
     }
     await this.refresh(signal);
+    // The only writes queued yet are the one the fold above made due (if any).
+    await this.#writes;
   }
 
   #adopt(loaded: LoadedCheckpoint): void {

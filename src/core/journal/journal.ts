@@ -94,7 +94,11 @@ export class DurableSessionJournal {
   }
 
   /**
-   * Loads the session's log and returns a journal positioned at its head.
+   * Loads the session's log and returns a journal positioned at its head. When the events it
+   * folded after the stored checkpoint (all of them, without one) reach the checkpoint policy's
+   * period, it writes a checkpoint at the head before returning, so that a process that exits
+   * right after (a CLI call, a serverless invocation) leaves it for the next open; a failed write
+   * goes to `onWriteError` and does not fail the open.
    *
    * @throws DurableSessionJournalError for bad options or a store page that breaks the read contract
    * @throws DurableEventProjectionError when the log breaks a lifecycle invariant
