@@ -5,10 +5,17 @@
  *    body, the success response, extra responses (WebSocket upgrade, event stream), and one
  *    problem+json response per status its documented error codes map to (plus 401/403 when a
  *    token is needed). Nothing is written by hand, so a new route is documented by declaring it.
+ *    Every operation also lists a `default` problem+json response (an unexpected failure answers
+ *    500 with a problem), and every route declared through route-kit the 400 its query check
+ *    gives (an unknown or repeated query parameter is refused).
  * 2. Schemas go through zod 4's `z.toJSONSchema` (JSON Schema 2020-12, the dialect of OpenAPI
  *    3.1). Schemas carrying a `.meta({ id })` become `components.schemas` entries referenced by
  *    `$ref`; the protocol's `z.custom` ids, sequences, timestamps and JSON values, which JSON Schema
  *    cannot derive, get their documented shape from {@link CUSTOM_SCHEMAS}.
+ * 3. The document passes Redocly's `recommended` lint ruleset with no problem (test/http/openapi.test.ts):
+ *    one relative server (`/`, the Worker serving the document), a license, a description for
+ *    every tag ({@link TAG_DESCRIPTIONS}), a 2xx (or `default`) and a 4xx response per operation;
+ *    the only exceptions are the inspector's two static assets, which have no client error.
  */
 import { z } from 'zod';
 import {
@@ -38,12 +45,42 @@ export type JsonSchema = Record<string, unknown>;
 /** The generated document (only the members this API uses are typed). */
 export interface OpenApiDocument {
   openapi: '3.1.0';
-  info: { title: string; version: string; description?: string };
+  info: OpenApiInfo;
   jsonSchemaDialect: string;
-  tags: Array<{ name: string }>;
+  servers: Array<{ url: string; description: string }>;
+  tags: Array<{ name: string; description: string }>;
   paths: Record<string, Record<string, JsonSchema>>;
   components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, JsonSchema> };
 }
+
+/** The document's `info` object. */
+export interface OpenApiInfo {
+  title: string;
+  version: string;
+  description?: string;
+  license?: { name: string; identifier?: string };
+}
+
+/** Descriptions of the built-in route groups' tags. */
+export const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  events: 'Append to and read the event log of one session; its head sequence.',
+  subscribe: 'Replay a session from a cursor, then follow it live (Server-Sent Events or WebSocket).',
+  lease: 'The execution lease of a session: acquire, renew, release, assert a fence.',
+  journal: 'Idempotent journal commands and the session projection with its recovery plan.',
+  recovery: 'Commands that reconcile unfinished work found by the recovery plan.',
+  checkpoints: 'Projection checkpoints: derived data a reader may use to open a session quickly.',
+  runs: 'Durable tool calls run inside the session object (step, sleep, waitFor) and the durability ledger.',
+  agent: 'The agent hosted by the session object: requests, steering input, aborts, permissions, status.',
+  inspector: 'The session inspector: an HTML page, its live tail, its actions and static assets.',
+  auth: 'Session-scoped tokens, minted with the admin token.',
+  meta: 'Health check, this document and the human-readable route list.',
+};
+
+/** Description of a tag an extra route group brings without one of its own here. */
+const EXTRA_TAG_DESCRIPTION = "Routes of this Worker's own route groups.";
+
+/** Codes every route declared through route-kit may answer: its query string is validated. */
+const QUERY_CHECK_ERRORS = ['DURABLE_EVENT_INVALID_INPUT'] as const;
 
 const ID_JSON: JsonSchema = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH };
 
@@ -165,9 +202,9 @@ function queryParameters(query: z.ZodObject | undefined, collector: SchemaCollec
 
 function errorResponses(spec: RouteSpec): Record<string, JsonSchema> {
   const byStatus = new Map<number, string[]>();
-  const codes: string[] = [...spec.errors];
-  if (spec.access.kind !== 'public') codes.push('HTTP_UNAUTHORIZED');
-  if (spec.access.kind === 'admin' || spec.access.kind === 'session') codes.push('HTTP_FORBIDDEN');
+  const codes = new Set<string>([...spec.errors, ...(spec.checksQuery === true ? QUERY_CHECK_ERRORS : [])]);
+  if (spec.access.kind !== 'public') codes.add('HTTP_UNAUTHORIZED');
+  if (spec.access.kind === 'admin' || spec.access.kind === 'session') codes.add('HTTP_FORBIDDEN');
   for (const code of codes) {
     const status = statusOfCode(code);
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
@@ -179,6 +216,10 @@ function errorResponses(spec: RouteSpec): Record<string, JsonSchema> {
       content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: `${COMPONENT_REF}Problem` } } },
     };
   }
+  out['default'] = {
+    description: 'Problem: any other failure (an unexpected one answers 500)',
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: `${COMPONENT_REF}Problem` } } },
+  };
   return out;
 }
 
@@ -250,10 +291,7 @@ function operation(spec: RouteSpec, collector: SchemaCollector): JsonSchema {
 }
 
 /** Builds the OpenAPI 3.1 document of `routes`. */
-export function buildOpenApiDocument(
-  routes: readonly RouteSpec[],
-  info: { title: string; version: string; description?: string },
-): OpenApiDocument {
+export function buildOpenApiDocument(routes: readonly RouteSpec[], info: OpenApiInfo): OpenApiDocument {
   const collector = new SchemaCollector();
   collector.convert(problemSchema, 'output');
   const paths: OpenApiDocument['paths'] = {};
@@ -268,7 +306,9 @@ export function buildOpenApiDocument(
     openapi: '3.1.0',
     info,
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
-    tags: [...tags].map((name) => ({ name })),
+    // Relative: the Worker that serves this document, whatever its host.
+    servers: [{ url: '/', description: 'The Worker serving this document.' }],
+    tags: [...tags].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? EXTRA_TAG_DESCRIPTION })),
     paths,
     components: {
       schemas: collector.components,

@@ -63,6 +63,11 @@ export interface RouteSpec {
   headers?: readonly HeaderDoc[];
   /** Domain codes the route may answer with (documented with their statuses). */
   errors: readonly DurableErrorCode[];
+  /**
+   * Set by {@link defineRoute} and {@link defineSessionRoute}, which refuse an unknown or repeated
+   * query parameter with 400 on every route; the OpenAPI document lists that 400 when it is set.
+   */
+  checksQuery?: boolean;
 }
 
 /** A declared route, ready to mount. */
@@ -90,7 +95,7 @@ export interface SessionRouteInput<Q, B> extends RouteInput<Q, B> {
   object: SessionObjectHandle;
 }
 
-interface CommonDef<Q, B> extends Omit<RouteSpec, 'query' | 'body' | 'access'> {
+interface CommonDef<Q, B> extends Omit<RouteSpec, 'query' | 'body' | 'access' | 'checksQuery'> {
   query?: z.ZodObject & z.ZodType<Q>;
   body?: z.ZodType<B>;
   /** Largest accepted body (default {@link MAX_CONTROL_BODY_BYTES}). */
@@ -184,6 +189,7 @@ function specOf(def: CommonDef<unknown, unknown>, access: AccessRule): RouteSpec
     access,
     ...(query === undefined ? {} : { query }),
     ...(body === undefined ? {} : { body }),
+    checksQuery: true,
   };
 }
 

@@ -73,6 +73,7 @@ export function metaRoutes(allRoutes: () => readonly RouteSpec[]): RouteDefiniti
       version: API_VERSION,
       description:
         'Durable, append-only event ledger for AI-agent sessions: one Durable Object per session behind this Worker.',
+      license: { name: 'MIT', identifier: 'MIT' },
     }));
   return [
     defineRoute({
