@@ -21,6 +21,7 @@ import { SessionId } from '../../src/protocol/ids.js';
 import { sseRelayResponse } from '../../src/app/sse-relay.js';
 import { describe, expect, it } from 'vitest';
 import type {
+  AgentAbortResult,
   AgentPermissionReceipt,
   AgentRequestAccepted,
   AgentStatus,
@@ -37,6 +38,7 @@ import { TestSubscriber } from './session-object-helpers.js';
 interface AgentApi {
   submitRequest(sessionId: string, input: { commandId: string; input: string; priority?: string }): Promise<RpcResult<AgentRequestAccepted>>;
   submitInput(sessionId: string, input: { input: string; priority?: string }): Promise<RpcResult<AgentSteerAccepted>>;
+  abortRequest(sessionId: string, requestId: string): Promise<RpcResult<AgentAbortResult>>;
   answerPermission(sessionId: string, id: string, answer: { decision: string }): Promise<RpcResult<AgentPermissionReceipt>>;
   agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>>;
   read(sessionId: string, options?: { after?: number; limit?: number }): Promise<RpcResult<DurableReadResult>>;
@@ -346,6 +348,56 @@ describe('steering input across an eviction', () => {
     const applied = (await logOf(sessionId)).filter((event) => event.type === 'input_applied');
     expect(applied.map((event) => (event.data as { inputId: string }).inputId)).toEqual([accepted.inputId, steered.inputId]);
     expect(applied[1]?.data).toMatchObject({ input: 'also mention the weather' });
+  });
+});
+
+/** Settles with `promise`, or rejects when it has not settled within `ms` (an answer that never comes fails the test). */
+function answered<T>(promise: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer to ${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+  });
+}
+
+describe('a permission wait presented again after an eviction', () => {
+  /** Submits `permission`, waits for the wait, throws the object away, and waits for the new instance to present it again. */
+  async function waitAcrossEviction(label: string): Promise<{ sessionId: string; accepted: AgentRequestAccepted; permissionRequestId: string }> {
+    const sessionId = freshSession(label);
+    await logOf(sessionId);
+    const accepted = await submit(sessionId, 'permission');
+    const waiting = await until(() => status(sessionId), (s) => s.state === 'waiting_permission', 'waiting');
+    const permissionRequestId = waiting.pendingPermissions[0] as string;
+    await abortAllDurableObjects();
+    const again = await until(() => status(sessionId), (s) => s.state === 'waiting_permission', 'waiting again');
+    expect(again).toMatchObject({ activeRequestId: accepted.requestId, pendingPermissions: [permissionRequestId] });
+    return { sessionId, accepted, permissionRequestId };
+  }
+
+  it('is aborted: request_interrupted (user_abort) is written and the tool never runs', async () => {
+    const { sessionId, accepted } = await waitAcrossEviction('edge-restored-abort');
+    const aborted = unwrapRpcResult(await answered(api(sessionId).abortRequest(sessionId, accepted.requestId), 'the abort'));
+    expect(aborted).toEqual({ requestId: accepted.requestId, status: 'interrupted' });
+    const log = await logOf(sessionId);
+    const interrupted = log.filter((event) => event.type === 'request_interrupted');
+    expect(interrupted).toHaveLength(1);
+    expect(interrupted[0]).toMatchObject({ requestId: accepted.requestId, data: { reason: 'user_abort' } });
+    expect(await api(sessionId).effects()).not.toHaveProperty('approved');
+    await until(() => status(sessionId), (s) => s.state === 'idle' && s.activeRequestId === null, 'idle');
+  });
+
+  it('takes a steering input at once, and the answered run applies it with its text', async () => {
+    const { sessionId, accepted, permissionRequestId } = await waitAcrossEviction('edge-restored-steer');
+    const steered = unwrapRpcResult<AgentSteerAccepted>(await answered(api(sessionId).submitInput(sessionId, { input: 'also mention the weather' }), 'the steering input'));
+    expect(steered.requestId).toBe(accepted.requestId);
+    unwrapRpcResult(await api(sessionId).answerPermission(sessionId, permissionRequestId, { decision: 'allow' }));
+    await until(() => logOf(sessionId), (log) => log.some((event) => event.type === 'request_completed'), 'request_completed');
+    const applied = (await logOf(sessionId)).filter((event) => event.type === 'input_applied');
+    expect(applied.map((event) => (event.data as { inputId: string }).inputId)).toEqual([accepted.inputId, steered.inputId]);
+    expect(applied[1]?.data).toMatchObject({ input: 'also mention the weather' });
+    expect(await api(sessionId).effects()).toMatchObject({ approved: 1 });
   });
 });
 

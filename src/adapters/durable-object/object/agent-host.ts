@@ -24,7 +24,10 @@
  *    (`agent_permissions`) or waits for one; while it waits the watchdog is removed (nothing is
  *    due until a human answers). `answerPermission` stores the answer (first answer wins), re-arms
  *    the watchdog, and either settles the waiting callback or wakes the host, whose
- *    `resumeSession` presents the pending permission again and finds the stored answer.
+ *    `resumeSession` presents the pending permission again and finds the stored answer. A wait
+ *    presented again by a new instance's resume comes before its Session exists: a steering
+ *    input is stored for the waiting Request (and steered once the resume returns), an abort
+ *    answers the wait `cancel` and interrupts the Request as soon as the Session exists.
  * 5. Streams: see `agent-stream.ts` (the model and the tools are wrapped before the Session
  *    gets them).
  * 6. Steering (`submitInput`): the input is stored in `agent_inputs` (with an ID chosen here)
@@ -34,7 +37,6 @@
  *    Inputs whose Request ended, or was rolled over to a new Request, before applying them are
  *    dropped.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type {
   AgentAbortResult,
   AgentPermissionAnswer,
@@ -53,6 +55,7 @@ import { createSession, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } fr
 import type {
   Session,
   SessionIdKind,
+  SessionLanguageModel,
   SessionPermissionDecision,
   SessionPermissionRequest,
   SessionRecoveryPolicy,
@@ -200,6 +203,15 @@ export class SessionAgentHost {
   #active: boolean | undefined;
   /** Permission callbacks waiting for an answer, by permission request ID. */
   readonly #permissionWaiters = new Map<string, (answer: SessionPermissionDecision) => void>();
+  /**
+   * The Request whose permission wait the resume of this instance presents again
+   * (`restored: true`), until `resumeSession` returns: no Session exists yet to steer or abort,
+   * so {@link submitInput} stores the input for it and {@link abortRequest} marks it in
+   * {@link #abortOnResume}.
+   */
+  #restoring: string | null = null;
+  /** A Request aborted while the resume was under way: interrupted as soon as the Session exists. */
+  #abortOnResume: string | null = null;
 
   constructor(deps: AgentHostDeps) {
     this.#deps = deps;
@@ -424,6 +436,8 @@ export class SessionAgentHost {
     if (typeof input !== 'object' || input === null) throw invalid('steering needs { input }');
     const priority = input.priority ?? 'next';
     if (priority !== 'now' && priority !== 'next') throw invalid('priority must be now or next');
+    const restoring = this.#restoring;
+    if (restoring !== null && this.#session === null) return this.#storeForResume(restoring, input.input, priority);
     const session = await this.#open(sessionId);
     if (session === null || this.#activeRequestId === null) {
       const accepted = await this.submitRequest(sessionId, { commandId: `steer-${crypto.randomUUID()}`, input: input.input, priority: 'next' });
@@ -449,6 +463,18 @@ export class SessionAgentHost {
       this.#driver.exec('DELETE FROM agent_inputs WHERE input_id = ?', inputId);
       throw error;
     }
+  }
+
+  /**
+   * A steering input taken while the resume presents a permission again (see {@link #restoring}):
+   * stored like any other, and steered by {@link #resteer} once `resumeSession` returns (the
+   * Session re-reads nothing else: the row is all it needs).
+   */
+  #storeForResume(requestId: string, input: DurableInput, priority: 'now' | 'next'): AgentSteerAccepted {
+    const inputId = `in-${crypto.randomUUID()}`;
+    const steered: StoredSteer = { input, priority };
+    this.#driver.exec('INSERT INTO agent_inputs (input_id, request_id, body) VALUES (?, ?, ?)', inputId, requestId, JSON.stringify(steered));
+    return { inputId, requestId };
   }
 
   /**
@@ -482,6 +508,13 @@ export class SessionAgentHost {
       this.#setStatus(requestId, 'cancelled');
       return { requestId, status: 'cancelled' };
     }
+    if (this.#session === null && this.#opening !== null && (row?.status === 'running' || this.#restoring === requestId)) {
+      // The resume is under way (presenting a permission again, say): the waits of this Request
+      // are cancelled, and the Session interrupts it as soon as `resumeSession` returns.
+      this.#abortOnResume = requestId;
+      if (this.#restoring === requestId) this.#cancelWaits();
+      await this.#opening.catch(() => undefined);
+    }
     if (this.#activeRequestId === requestId && this.#session !== null) {
       await this.#session.abort('user_abort');
       this.#kick(sessionId);
@@ -489,6 +522,13 @@ export class SessionAgentHost {
     const status = this.#rows('WHERE request_id = ?', requestId)[0]?.status;
     // SAFETY: see submitRequest.
     return { requestId, status: (status ?? 'interrupted') as AgentRequestStatus };
+  }
+
+  /** Answers every permission wait of this instance with `cancel` (an abort reaches a restored wait this way). */
+  #cancelWaits(): void {
+    const waiters = [...this.#permissionWaiters.values()];
+    this.#permissionWaiters.clear();
+    for (const waiter of waiters) waiter('cancel');
   }
 
   /** Stores a permission answer (first wins) and resumes the run waiting for it. */
@@ -665,9 +705,9 @@ export class SessionAgentHost {
     }
   }
 
-  readonly #wrappedModels = new WeakMap<LanguageModelV3, LanguageModelV3>();
+  readonly #wrappedModels = new WeakMap<SessionLanguageModel, SessionLanguageModel>();
 
-  #wrapped(model: LanguageModelV3): LanguageModelV3 {
+  #wrapped(model: SessionLanguageModel): SessionLanguageModel {
     let wrapped = this.#wrappedModels.get(model);
     if (wrapped === undefined) {
       wrapped = this.live.wrapModel(model);
@@ -697,7 +737,7 @@ export class SessionAgentHost {
   async #openFresh(sessionId: SessionId): Promise<Session | null> {
     const mount = this.#requireMount();
     this.#takeOverLease(sessionId);
-    const models = new Map<string, LanguageModelV3>();
+    const models = new Map<string, SessionLanguageModel>();
     for (const model of [mount.model, ...Object.values(mount.models ?? {})]) models.set(`${model.provider}\u0000${model.modelId}`, model);
     const options = {
       sessionId,
@@ -723,6 +763,7 @@ export class SessionAgentHost {
       const session = empty
         ? await createSession(options)
         : await resumeSession({ ...options, recoveryPolicy: mount.recoveryPolicy ?? EDGE_RECOVERY_POLICY });
+      this.#restoring = null;
       this.#session = session;
       this.#plan = null;
       this.#message = null;
@@ -730,10 +771,15 @@ export class SessionAgentHost {
       this.#resteer(session, resumed?.requestId ?? null);
       if (resumed !== null) {
         this.#activeRequestId = resumed.requestId;
-        await resumed.result.catch(() => undefined);
+        // Before the resumed run takes its first step (it starts on the next macrotask).
+        if (this.#abortOnResume === resumed.requestId) void session.abort('user_abort').catch(() => undefined);
       }
+      this.#abortOnResume = null;
+      // The run loop waits for the resumed Request (`whenIdle`); callers of #open get the Session now.
       return session;
     } catch (error) {
+      this.#restoring = null;
+      this.#abortOnResume = null;
       const plan = recoveryPlanOf(error);
       if (error instanceof DurableSessionRecoveryRequiredError || plan !== undefined) {
         this.#state = 'needs_recovery';
@@ -771,6 +817,11 @@ export class SessionAgentHost {
   async #askPermission(request: SessionPermissionRequest): Promise<SessionPermissionDecision> {
     const stored = this.#storedAnswer(request.permissionRequestId);
     if (stored !== undefined) return stored.message === undefined ? stored.decision : stored;
+    this.#activeRequestId = request.requestId;
+    // An aborted Request's other waits, presented by the same resume, are cancelled too.
+    if (this.#abortOnResume === request.requestId) return 'cancel';
+    // Presented by the resume (`restored`): no Session exists until the answer (see #restoring).
+    if (request.restored && this.#session === null) this.#restoring = request.requestId;
     return new Promise<SessionPermissionDecision>((resolve) => {
       this.#permissionWaiters.set(request.permissionRequestId, resolve);
       this.#state = 'waiting_permission';
