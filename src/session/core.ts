@@ -6,6 +6,7 @@
  * resubmits a command whose outcome is unknown (the journal then only reconciles by reading, it
  * never writes twice), maps a lost lease or an unreconcilable command to {@link ExecutionStopped},
  * and, once the command is in the log, folds it into the history and publishes it on the stream.
+ * `commitBeforeEffect` is the commit that licenses a side effect (see there).
  */
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import type { DurableCommandEventDraft, DurableCommitResult } from '../core/journal/journal-options.js';
@@ -16,11 +17,12 @@ import type { TimeSource } from '../core/time.js';
 import { isoOf } from '../core/log-engine.js';
 import {
   isDurableCommandOutcomeUnknownError,
+  isDurableEventSequenceConflictError,
   isDurableExecutionLeaseError,
   isDurableExecutionLeaseTimeoutError,
 } from '../protocol/errors.js';
 import type { DurableReason, ModelIdentity, ModelSelection } from '../protocol/event-payloads.js';
-import { CommandId, type InputId, type SessionId } from '../protocol/ids.js';
+import { CommandId, type EventSequence, type InputId, type SessionId } from '../protocol/ids.js';
 import type { FrameHub } from './frames.js';
 import type { HistoryProjection } from './history.js';
 import type { AnySessionTool, SessionClock, SessionIdKind, SessionPermissionHandler } from './types.js';
@@ -31,7 +33,7 @@ const UNKNOWN_OUTCOME_RESUBMITS = 3;
 /** Local execution must stop without a durable terminal event. */
 export class ExecutionStopped extends Error {
   constructor(
-    readonly reason: 'lease_lost' | 'outcome_unknown' | 'handoff' | 'error',
+    readonly reason: 'lease_lost' | 'outcome_unknown' | 'handoff' | 'superseded' | 'error',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -104,10 +106,16 @@ export function selectionOf(model: LanguageModelV3): ModelSelection {
  * them in place (the key lands last, where a spread copy put it), because copying drafts of a
  * dozen shapes through one spread site is a slow generic clone in V8, once per event.
  */
-export async function commit(core: SessionCore, commandId: string, events: DurableCommandEventDraft[]): Promise<DurableCommitResult> {
+export async function commit(
+  core: SessionCore,
+  commandId: string,
+  events: DurableCommandEventDraft[],
+  expectedHeadSequence?: EventSequence | null,
+): Promise<DurableCommitResult> {
   const occurredAt = isoOf(core.settings.clock());
   for (const event of events) event.occurredAt = occurredAt;
-  const command = { commandId: CommandId(commandId), events };
+  const command =
+    expectedHeadSequence === undefined ? { commandId: CommandId(commandId), events } : { commandId: CommandId(commandId), events, expectedHeadSequence };
   let result: DurableCommitResult;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -129,6 +137,34 @@ export async function commit(core: SessionCore, commandId: string, events: Durab
     if (core.hub.listening) for (const event of result.events) core.hub.publish({ type: 'durable_event', event });
   }
   return result;
+}
+
+/**
+ * Commits the command that licenses a side effect — `tool_started`, `model_request_started`, the
+ * mark of an in-place tool retry — so that returning means this Session's own append put it in the
+ * log, on the very state it decided from. The side effect runs only after this returns.
+ * - The command ID is `<prefix>:<random>`, unique to this call (kept across its resubmissions after
+ *   an unknown outcome): a `reconciled` or `replayed` answer can only be this call's own earlier
+ *   write, never another writer's command with the same content (two processes resuming one
+ *   session build identical events, to the millisecond under an injected clock).
+ * - The command is pinned to the journal's head: if anyone else wrote since (a competitor that
+ *   started the same call, or anything else), it fails with `ExecutionStopped('superseded')`,
+ *   which stops this Session without writing anything more; the side effect does not run.
+ */
+export async function commitBeforeEffect(core: SessionCore, prefix: string, events: DurableCommandEventDraft[]): Promise<DurableCommitResult> {
+  const head = core.journal.getHeadSequence();
+  try {
+    return await commit(core, `${prefix}:${crypto.randomUUID()}`, events, head);
+  } catch (error) {
+    if (isDurableEventSequenceConflictError(error)) {
+      throw new ExecutionStopped(
+        'superseded',
+        `another writer advanced session ${core.sessionId} before this Session could start a side effect (${prefix}); nothing was run or written`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
 }
 
 /**

@@ -21,7 +21,7 @@ import type { DurableCommandEventDraft } from '../core/journal/journal-options.j
 import type { DurableErrorInfo, DurableReason, ModelToolCall } from '../protocol/event-payloads.js';
 import { SessionDurableRecorderError } from '../protocol/errors.js';
 import { ModelAttemptId, type InputId, type RequestId, type TurnId } from '../protocol/ids.js';
-import { commit, ExecutionStopped, RequestEnded, validateOwnership, type SessionCore } from './core.js';
+import { commit, commitBeforeEffect, ExecutionStopped, RequestEnded, validateOwnership, type SessionCore } from './core.js';
 import { responseText } from './history.js';
 import { callLanguageModel, MODEL_PORT_API, ModelCallError, toPrompt, toTools } from './model-port.js';
 import type { RequestRun } from './run.js';
@@ -180,7 +180,8 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
   const scope = { requestId: run.requestId, turnId: turn.turnId, modelAttemptId };
   const identity = core.settings.modelIdentity ?? { provider: run.model.provider, api: MODEL_PORT_API };
   // The happy path's drafts spell out `scope` (same keys, same order): a spread in a literal is a generic copy.
-  await commit(core, `model:${modelAttemptId}`, [
+  // Only this Session's own commit of the start licenses the provider call (see `commitBeforeEffect`).
+  await commitBeforeEffect(core, `model:${modelAttemptId}`, [
     {
       type: 'model_request_started',
       requestId: run.requestId,

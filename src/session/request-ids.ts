@@ -8,7 +8,11 @@
  *   selection and runtime context (after defaults), and the same `inputId` when one is given.
  *   Then `send` does not accept anything new: it returns a handle on the existing Request —
  *   the same promise while it is still queued in this process, the running Request's `result`,
- *   or a `result` already settled from the Request's terminal event in the log.
+ *   or a `result` already settled from the Request's terminal event in the log. A Request a
+ *   rollover ended (`request_interrupted`, `process_restart`) answers with `continuation`: the
+ *   Request that continued it (`request_accepted.data.recovery` names its source) and that one's
+ *   outcome — awaited when it runs in this process, absent while another process still runs it —
+ *   so a host that sees `interrupted` does not send the work again under a new ID.
  * - Anything else with a used ID is a `DurableCommandConflictError` (nothing is written). An
  *   explicit `inputId` already used by another Request or steering input is a conflict too.
  *
@@ -65,6 +69,8 @@ export class AcceptedRequests {
   readonly #inputs = new Map<string, string>();
   /** The content of each steering input the log carries it for. */
   readonly #steeringInputs = new Map<string, DurableInput>();
+  /** The Request a rollover accepted to continue each source Request. */
+  readonly #continuations = new Map<string, RequestId>();
 
   /** Folds one committed event. */
   apply(event: DurableEventEnvelope): void {
@@ -77,6 +83,7 @@ export class AcceptedRequests {
           result: undefined,
         });
         this.#inputs.set(data.inputId, event.requestId);
+        if (data.recovery !== undefined) this.#continuations.set(data.recovery.requestId, event.requestId);
         return;
       }
       case 'input_applied':
@@ -105,6 +112,29 @@ export class AcceptedRequests {
   #settle(requestId: string, result: SessionRequestResult): void {
     const record = this.#requests.get(requestId);
     if (record !== undefined) record.result = result;
+  }
+
+  /**
+   * The outcome of a Request the log ended, with the continuation a rollover accepted for it (see
+   * the module header), or `undefined` while the log holds no terminal event for it. `running`
+   * is the Request this process runs: a continuation that is running is awaited.
+   */
+  settledResult(requestId: string, running: RunningRequest | null): Promise<SessionRequestResult> | undefined {
+    const result = this.#requests.get(requestId)?.result;
+    if (result === undefined) return undefined;
+    const next = this.#continuations.get(requestId);
+    if (next === undefined) return Promise.resolve(result);
+    const withContinuation = (continued?: SessionRequestResult): SessionRequestResult => ({
+      ...result,
+      continuation: { requestId: next, ...(continued === undefined ? {} : { result: continued }) },
+    });
+    const logged = this.settledResult(next, running);
+    if (logged !== undefined) return logged.then(withContinuation);
+    if (running !== null && running.requestId === next) {
+      // A run that stops without a terminal event (lease loss, handoff) leaves the outcome open.
+      return running.result.then(withContinuation, () => withContinuation());
+    }
+    return Promise.resolve(withContinuation());
   }
 
   /** The accepted Request with this ID, if any. */
@@ -186,8 +216,10 @@ export class SentRequests {
       if (running !== null && running.requestId === requestId) {
         return Promise.resolve({ requestId, inputId: recordedInput, result: running.result });
       }
-      if (record.result !== undefined) {
-        return Promise.resolve({ requestId, inputId: recordedInput, result: Promise.resolve(record.result) });
+      const settled = this.accepted.settledResult(requestId, running);
+      if (settled !== undefined) {
+        settled.catch(() => undefined);
+        return Promise.resolve({ requestId, inputId: recordedInput, result: settled });
       }
       throw conflict(requestId, 'and is active in the log, but this Session does not run it');
     }

@@ -528,7 +528,7 @@ class SessionImpl implements Session {
     for (const queued of this.#queue.splice(0)) queued.refuse(error);
   }
 
-  #stopLocal(reason: 'lease_lost' | 'outcome_unknown' | 'error', message: string): void {
+  #stopLocal(reason: 'lease_lost' | 'outcome_unknown' | 'superseded' | 'error', message: string): void {
     if (this.#state === 'stopped' || this.#state === 'closed' || this.#state === 'handed_off') return;
     this.#state = 'stopped';
     this.#admitting = false;

@@ -6,11 +6,19 @@
  *     allow -> tool_started (as non_idempotent: the projector's rule after a permission round trip)
  *     deny / cancel -> tool_cancelled, in the same command as the decision
  *   scheduled (no permission) -> tool_started -> execute -> tool_completed | tool_failed
- *   started / outcome_unknown, pure or idempotent (restored in place) -> execute again -> outcome
- * `tool_started` is committed before the handler runs, and the lease is validated between the
- * two. A handler that ends because its signal aborted is recorded as `tool_cancelled` (abort,
- * `now` Request) or, during a handoff, conservatively as `tool_outcome_unknown`. A lost lease
- * writes nothing.
+ *   started, pure or idempotent (restored in place) -> tool_outcome_unknown (`process_restart`)
+ *     -> execute again -> outcome
+ *   outcome_unknown (restored in place) -> tool_failed (`TOOL_OUTCOME_UNKNOWN`), not executed
+ * Every execution of a handler follows an event this Session committed for it: `tool_started`
+ * for the first, the `tool_outcome_unknown` mark for the one retry an attempt allows (the
+ * projector lets an attempt start once and become unknown once, so a second retry could leave no
+ * trace; the model sees the failure and may call the tool again, under a new attempt with its own
+ * `tool_started`). Both are committed with `commitBeforeEffect`: a Session whose commit meets
+ * another writer's progress stops (`superseded`) without running the handler. The lease is
+ * validated between the commit and the handler. A handler that ends because its signal aborted
+ * is recorded as `tool_cancelled` (abort, `now` Request); during a handoff a `non_idempotent` one
+ * is recorded conservatively as `tool_outcome_unknown`, a retry-safe one is left `started` (the
+ * successor marks its retry). A lost lease writes nothing.
  */
 import { createDurabilityPort } from '../core/durability/port.js';
 import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
@@ -24,7 +32,7 @@ import { isAbortError, SessionDurableRecorderError } from '../protocol/errors.js
 import type { DurableErrorInfo, DurableReason, InterruptBehavior, ModelToolCall, PermissionDecision } from '../protocol/event-payloads.js';
 import { PermissionRequestId, ToolAttemptId, type ModelAttemptId, type RequestId, type TurnId } from '../protocol/ids.js';
 import { isLosslessJson, type JsonValue } from '../protocol/json.js';
-import { commit, ExecutionStopped, validateOwnership, type SessionCore } from './core.js';
+import { commit, commitBeforeEffect, ExecutionStopped, validateOwnership, type SessionCore } from './core.js';
 import type { RequestRun } from './run.js';
 import type { AnySessionTool, SessionPermissionDecision, SessionToolContext } from './types.js';
 
@@ -195,7 +203,27 @@ export async function driveTool(core: SessionCore, run: RequestRun, toolAttemptI
             `tool attempt ${toolAttemptId} (${view.sideEffect}) started without a trusted outcome; it is never run again automatically`,
           );
         }
-        await executeTool(core, run, view, tool, scope, identity);
+        if (view.status === 'outcome_unknown') {
+          await commit(core, `tool-end:${toolAttemptId}:${view.eventIds.length}`, [
+            {
+              type: 'tool_failed',
+              ...scope,
+              data: {
+                ...identity,
+                error: {
+                  code: 'TOOL_OUTCOME_UNKNOWN',
+                  message: 'an execution of this tool attempt ended without a recorded outcome; it is not run again under this attempt',
+                },
+              },
+            },
+          ]);
+          return;
+        }
+        // The mark of this retry: the execution cut off by the restart has no outcome, and this one starts.
+        await commitBeforeEffect(core, `tool-retry:${toolAttemptId}`, [
+          { type: 'tool_outcome_unknown', ...scope, data: { ...identity, reason: 'process_restart' } },
+        ]);
+        await executeTool(core, run, ownEntry(currentTurn(core, run).toolAttempts, toolAttemptId) ?? view, tool, scope, identity);
         return;
     }
   }
@@ -256,7 +284,7 @@ async function startTool(
   const tool = toolOf(core, view.toolName);
   if (tool === undefined) throw new SessionDurableRecorderError(`tool ${view.toolName} is not registered`);
   // Spelled out (same keys, same order as `...scope` / `...identity`): a spread in a literal is a generic copy.
-  await commit(core, `tool:${view.toolAttemptId}`, [
+  await commitBeforeEffect(core, `tool:${view.toolAttemptId}`, [
     {
       type: 'tool_started',
       requestId: scope.requestId,
@@ -372,6 +400,9 @@ async function executeTool(
     if (run.stop?.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
     const signal = run.toolSignal(behavior);
     if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
+      // A retry-safe tool cut off by a handoff stays `started`: the successor's retry writes its
+      // own mark (see the module header), which an earlier `tool_outcome_unknown` would forbid.
+      if (run.stop?.kind === 'handoff' && view.sideEffect !== 'non_idempotent') throw run.stopError();
       outcome =
         run.stop?.kind === 'handoff'
           ? { type: 'tool_outcome_unknown', ...scope, data: { ...identity, reason: 'process_restart' } }

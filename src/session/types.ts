@@ -401,6 +401,19 @@ export interface SessionRequestResult {
   readonly error?: DurableErrorInfo;
   /** Why it was interrupted (`interrupted`). */
   readonly reason?: DurableReason;
+  /**
+   * The Request that continues this one after a rollover (this one `interrupted` with
+   * `process_restart`), given when the Request is sent again with its ID: the work was not
+   * dropped, so sending it under a new ID would do it twice.
+   */
+  readonly continuation?: SessionRequestContinuation;
+}
+
+/** The Request a rollover accepted to continue another, and its outcome. */
+export interface SessionRequestContinuation {
+  readonly requestId: RequestId;
+  /** The continuation's own result (itself with `continuation` when it was rolled over in turn); absent while it has no terminal event. */
+  readonly result?: SessionRequestResult;
 }
 
 /** A Request the Session accepted (durably: `request_accepted` is committed). */
@@ -461,11 +474,13 @@ export interface SessionToolProgressFrame {
 /**
  * Local execution stopped without a durable terminal event: `lease_lost` (another worker may own
  * the session), `handoff` (suspended for a successor), `outcome_unknown` (a commit could not be
- * reconciled), `error` (an unexpected failure; the log holds what was committed). Transient.
+ * reconciled), `superseded` (another writer advanced the log right before this Session would have
+ * started a tool or a model call; that call did not run here and nothing more was written),
+ * `error` (an unexpected failure; the log holds what was committed). Transient.
  */
 export interface SessionExecutionStoppedFrame {
   readonly type: 'execution_stopped';
-  readonly reason: 'lease_lost' | 'handoff' | 'outcome_unknown' | 'error';
+  readonly reason: 'lease_lost' | 'handoff' | 'outcome_unknown' | 'superseded' | 'error';
   readonly message: string;
 }
 

@@ -79,7 +79,7 @@ describe('recovery paths', () => {
     await session.resumedRequest?.result;
   });
 
-  it('in place, a started pure tool runs again and its recorded steps are replayed, not executed', async () => {
+  it('in place, a started pure tool runs again after a mark of the retry, and its recorded steps are replayed, not executed', async () => {
     const store = memoryStore();
     let bodies = 0;
     let executions = 0;
@@ -103,8 +103,10 @@ describe('recovery paths', () => {
     expect(await session.resumedRequest!.result).toMatchObject({ status: 'completed', output: 'value 7' });
     expect(executions).toBe(2);
     expect(bodies).toBe(1);
+    // Each execution has its trace: tool_started for the first, the retry's tool_outcome_unknown mark for the second.
     const kinds = types(await readAll(store, 's-replay'));
     expect(kinds.filter((kind) => kind === 'tool_started')).toHaveLength(1);
+    expect(kinds.slice(kinds.indexOf('tool_started'), kinds.indexOf('tool_started') + 3)).toEqual(['tool_started', 'tool_outcome_unknown', 'tool_completed']);
   });
 
   it('a started non_idempotent tool is never run again: without a reconcileToolOutcome decision resume fails closed', async () => {
