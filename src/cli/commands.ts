@@ -11,14 +11,14 @@ import { durableEventCursor, decodeDurableEventCursor, encodeDurableEventCursor,
 import { DURABLE_EVENT_TYPES } from '../protocol/event-types.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
-import { forkSession } from '../inspector/model/fork.js';
+import { forkSession, type ForkSessionResult } from '../inspector/model/fork.js';
 import { loadInspection } from '../inspector/model/inspection.js';
 import { correlationOf } from '../inspector/model/timeline.js';
 import { classifyRecoveryPlan } from '../inspector/model/safety.js';
 import { copySession, type CopyReport } from './copy.js';
 import { CliError, createProgress, EXIT_DEFECT, printJson, println } from './output.js';
 import { eventLine, forkLines, inspectionLines, planLines } from './render.js';
-import { openStore, parseStoreUrl, type OpenedStore } from './stores.js';
+import { openStore, parseStoreUrl, removeCreatedStore, storeExists, type OpenedStore, type StoreSpec } from './stores.js';
 import { listJsonlSessions, verifyJsonlFiles, verifyThroughStore, type VerifyReport } from './verify.js';
 
 interface GlobalOptions {
@@ -54,6 +54,40 @@ async function withStore<T>(raw: string, options: GlobalOptions, mustExist: bool
   }
 }
 
+/**
+ * Opens the target of `copy` or `fork --to` for `body`. When `body` fails, a local store this
+ * command created is removed again if none of `sessionIds` holds an event in it, so a refused copy
+ * leaves no new file or empty session behind.
+ */
+async function withTarget<T>(
+  spec: StoreSpec,
+  options: GlobalOptions,
+  sessionIds: readonly SessionId[],
+  body: (target: OpenedStore) => Promise<T>,
+): Promise<T> {
+  const existed = storeExists(spec);
+  const target = await openStore(spec, { mustExist: false, tokenEnv: options.tokenEnv });
+  let created = false;
+  try {
+    return await body(target);
+  } catch (error) {
+    created = !existed && (await holdsNoEvents(target, sessionIds));
+    throw error;
+  } finally {
+    await target.close();
+    if (created) await removeCreatedStore(spec, sessionIds);
+  }
+}
+
+async function holdsNoEvents(opened: OpenedStore, sessionIds: readonly SessionId[]): Promise<boolean> {
+  try {
+    for (const sessionId of sessionIds) if (((await opened.store.getHeadSequence(sessionId)) ?? 0) > 0) return false;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Reads pages from `after` calling `visit` per event until it returns false or the log ends. */
 async function scan(
   opened: OpenedStore,
@@ -65,9 +99,11 @@ async function scan(
   let last: DurableEventEnvelope | undefined;
   for (;;) {
     const page = await opened.store.read(sessionId, { ...(cursor === undefined ? {} : { after: cursor.sequence }), limit: 1000 });
-    for (const event of page.events) {
+    for (const [index, event] of page.events.entries()) {
       last = event;
-      if (!visit(event, page.headSequence ?? event.sequence)) return { last, hasMore: true };
+      if (!visit(event, page.headSequence ?? event.sequence)) {
+        return { last, hasMore: index < page.events.length - 1 || page.hasMore };
+      }
     }
     const tail = page.events[page.events.length - 1];
     if (!page.hasMore || tail === undefined) return { last, hasMore: false };
@@ -144,6 +180,10 @@ export function registerCommands(program: Command): void {
         } else {
           for (const line of inspectionLines(inspection)) println(line);
         }
+        if (inspection.projectionFailure !== null) {
+          if (!options.json) process.stderr.write(`agent-ledger: the log of ${sessionId} does not project (run verify)\n`);
+          process.exitCode = EXIT_DEFECT;
+        }
       });
     });
 
@@ -217,6 +257,9 @@ export function registerCommands(program: Command): void {
         const stop = (): void => controller.abort();
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
+        // A store's own poll timer (SQLite's) does not keep the process alive; this does, until
+        // the session closes or a signal arrives.
+        const keepAlive = setInterval(() => undefined, 2 ** 30);
         try {
           const subscription = await DurableEventSubscription.open(opened.store, sessionId, {
             after: last === undefined ? null : durableEventCursor(last),
@@ -228,6 +271,7 @@ export function registerCommands(program: Command): void {
         } catch (error) {
           if (!controller.signal.aborted) throw error;
         } finally {
+          clearInterval(keepAlive);
           process.off('SIGINT', stop);
           process.off('SIGTERM', stop);
         }
@@ -368,25 +412,30 @@ export function registerCommands(program: Command): void {
       }
       const source = await openStore(fromSpec, { mustExist: true, tokenEnv: options.tokenEnv });
       try {
-        const target = await openStore(toSpec, { mustExist: false, tokenEnv: options.tokenEnv });
-        try {
-          const reports: CopyReport[] = [];
+        // A session the source lacks (a mistyped ID) is refused before the target is touched.
+        const missing: SessionId[] = [];
+        for (const sessionId of sessions) if (((await source.store.getHeadSequence(sessionId)) ?? 0) === 0) missing.push(sessionId);
+        if (missing.length > 0) throw new CliError(`${from} has no session ${missing.join(', ')} (no events); nothing copied`);
+        const targetIds = sessions.map((sessionId) => (flags.as === undefined ? sessionId : sessionArg(flags.as, '--as')));
+        const reports = await withTarget(toSpec, options, targetIds, async (target) => {
+          const done: CopyReport[] = [];
           const progress = createProgress(options.json);
-          for (const sessionId of sessions) {
-            const targetId = flags.as === undefined ? sessionId : sessionArg(flags.as, '--as');
+          for (const [index, sessionId] of sessions.entries()) {
             progress.start(0, `copy ${sessionId}`);
-            reports.push(await copySession(source.store, target.store, sessionId, targetId, (p) => progress.update(p.done, p.total), batchSize));
-            progress.stop();
-          }
-          if (options.json) printJson({ sessions: reports });
-          else {
-            for (const report of reports) {
-              const ledger = report.ledger === 'unsupported' ? 'ledger not copied (a store has no ledger API)' : `ledger ${report.ledger.appended} copied, ${report.ledger.verified} verified`;
-              println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${ledger}`);
+            try {
+              done.push(await copySession(source.store, target.store, sessionId, targetIds[index] ?? sessionId, (p) => progress.update(p.done, p.total), batchSize));
+            } finally {
+              progress.stop();
             }
           }
-        } finally {
-          await target.close();
+          return done;
+        });
+        if (options.json) printJson({ sessions: reports });
+        else {
+          for (const report of reports) {
+            const ledger = report.ledger === 'unsupported' ? 'ledger not copied (a store has no ledger API)' : `ledger ${report.ledger.appended} copied, ${report.ledger.verified} verified`;
+            println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${ledger}`);
+          }
         }
       } finally {
         await source.close();
@@ -407,14 +456,11 @@ export function registerCommands(program: Command): void {
       const at = positiveInt(flags.at, '--at');
       const newSessionId = sessionArg(flags.newSession ?? `${sessionId.slice(0, 200)}-fork-${randomUUID().slice(0, 8)}`, '--new-session');
       await withStore(store, options, true, async (opened) => {
-        const target = flags.to === undefined ? undefined : await openStore(parseStoreUrl(flags.to), { mustExist: false, tokenEnv: options.tokenEnv });
-        try {
-          const result = await forkSession(opened.store, sessionId, { at, newSessionId, ...(target === undefined ? {} : { target: target.store }) });
-          if (options.json) printJson(result);
-          else for (const line of forkLines(result)) println(line);
-        } finally {
-          await target?.close();
-        }
+        const fork = (target: OpenedStore | undefined): Promise<ForkSessionResult> =>
+          forkSession(opened.store, sessionId, { at, newSessionId, ...(target === undefined ? {} : { target: target.store }) });
+        const result = flags.to === undefined ? await fork(undefined) : await withTarget(parseStoreUrl(flags.to), options, [newSessionId], fork);
+        if (options.json) printJson(result);
+        else for (const line of forkLines(result)) println(line);
       });
     });
 

@@ -11,10 +11,11 @@
  * Backends load lazily (a dynamic `import()` when a command opens a store), so `--help` and every
  * command that fails on its arguments never load better-sqlite3 or fs-native-extensions.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
+import type { SessionId } from '../protocol/ids.js';
 import type { WebSocketConstructorLike } from '../adapters/http/websocket-watch.js';
 import { CliError } from './output.js';
 
@@ -118,6 +119,39 @@ export async function openStore(spec: StoreSpec, options: OpenStoreOptions): Pro
       const WebSocket = await loadWebSocket();
       const store = new HttpDurableEventStore({ baseUrl: spec.location, token, ...(WebSocket === undefined ? {} : { WebSocket }) });
       return { spec, store, close: async () => undefined };
+    }
+  }
+}
+
+/**
+ * Whether the store exists before it is opened: the directory (jsonl) or file (sqlite). PostgreSQL
+ * and HTTP stores are never created by opening them, so they count as existing.
+ */
+export function storeExists(spec: StoreSpec): boolean {
+  return spec.kind === 'jsonl' || spec.kind === 'sqlite' ? existsSync(spec.location) : true;
+}
+
+/**
+ * Removes what opening and writing `sessions` created in a local store that did not exist before
+ * ({@link storeExists} was false): the SQLite file and its sidecars; for JSONL, the files of
+ * `sessions`, then the directories if that left them empty (a file another process put there
+ * meanwhile stays). The caller has checked that `sessions` hold no events.
+ */
+export async function removeCreatedStore(spec: StoreSpec, sessions: readonly SessionId[]): Promise<void> {
+  if (spec.kind === 'sqlite') {
+    for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${spec.location}${suffix}`, { force: true });
+  } else if (spec.kind === 'jsonl') {
+    const { EVENTS_DIRECTORY, sessionPaths } = await import('../adapters/node/jsonl/session-paths.js');
+    for (const sessionId of sessions) {
+      const { directory: _directory, ...files } = sessionPaths(spec.location, sessionId);
+      for (const file of Object.values(files)) rmSync(file, { force: true });
+    }
+    for (const directory of [path.join(spec.location, EVENTS_DIRECTORY), spec.location]) {
+      try {
+        rmdirSync(directory);
+      } catch {
+        // Not empty, or never created.
+      }
     }
   }
 }

@@ -3,13 +3,19 @@
  *
  * Stores assign event IDs, sequences and `recordedAt` themselves, so a copy re-appends each event
  * as a draft (keeping `occurredAt` and every correlation ID) and keeps a map from source to
- * target event IDs through which `causationEventId` is rewritten. Resuming is verification: the
- * target's existing events are read beside the source's, event for event; each must be the same
- * draft (type, data, correlation IDs, `occurredAt`, mapped causation) at the same sequence, which
- * also rebuilds the ID map. Only then are the missing events appended, with compare-and-append
- * pinned to the target head (a concurrent writer fails the copy instead of interleaving). A copy
- * killed at any point therefore resumes where the target's log ends; a finished copy run again
- * appends nothing.
+ * target event IDs through which `causationEventId` is rewritten. A causation can only be mapped
+ * once the event it names has its target ID, so an event whose cause is still in the unsent
+ * batch sends that batch first (an agent's Request terminal names the Turn terminal committed
+ * with it).
+ *
+ * A copy reads the source twice. The first pass writes nothing: it checks that every causation
+ * names an earlier event of the source and verifies the target's existing events against the
+ * source, event for event (each must be the same draft: type, data, correlation IDs,
+ * `occurredAt`, mapped causation, at the same sequence), which also rebuilds the ID map. So a copy
+ * it refuses leaves the target as it was. The second pass appends the missing events, with
+ * compare-and-append pinned to the target head (a concurrent writer fails the copy instead of
+ * interleaving). A copy killed at any point therefore resumes where the target's log ends; a
+ * finished copy run again appends nothing.
  */
 import type { DurableEventStore } from '../../core/store.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
@@ -66,7 +72,7 @@ export function draftOfEnvelope(event: DurableEventEnvelope, idMap: ReadonlyMap<
     const mapped = idMap.get(causationEventId);
     if (mapped === undefined) {
       throw new DurableEventStoreError(
-        'DURABLE_EVENT_INVALID_INPUT',
+        'DURABLE_EVENT_CORRUPT_LOG',
         `event ${event.sequence} names causation ${causationEventId}, which is not an earlier copied event`,
       );
     }
@@ -85,18 +91,19 @@ function sameDraft(a: DurableEventDraft, b: DurableEventDraft, ignoreTime: boole
   return canonicalJson(strip(a)) === canonicalJson(strip(b));
 }
 
+/** Reads events `from + 1 .. upTo` page by page, checking that the sequences are contiguous. */
 async function readAll(
   store: DurableEventStore,
   sessionId: SessionId,
+  from: number,
   upTo: number,
   signal: AbortSignal | undefined,
   onPage: (events: DurableEventEnvelope[]) => Promise<void> | void,
 ): Promise<void> {
-  let after: DurableEventEnvelope | undefined;
-  let seen = 0;
+  let seen = from;
   while (seen < upTo) {
     const page = await store.read(sessionId, {
-      ...(after === undefined ? {} : { after: after.sequence }),
+      ...(seen === 0 ? {} : { after: seen as EventSequence }),
       limit: Math.min(MAX_READ_LIMIT, upTo - seen),
       ...(signal === undefined ? {} : { signal }),
     });
@@ -112,7 +119,6 @@ async function readAll(
     }
     await onPage(events);
     seen += events.length;
-    after = events[events.length - 1];
     if (!page.hasMore) break;
   }
 }
@@ -124,8 +130,11 @@ function encodedBytes(draft: DurableEventDraft): number {
 /**
  * Copies `sourceId` of `source` into `targetId` of `target` (see the module comment).
  *
- * @throws DurableEventStoreError `DURABLE_EVENT_CORRUPT_LOG` when the target already holds events
- * that are not the source's, `DURABLE_EVENT_SEQUENCE_CONFLICT` when another writer appends meanwhile
+ * @throws DurableEventStoreError, refusing before any write with
+ * `DURABLE_EVENT_INVALID_INPUT` when the source has no such session (no events) or `upTo` is out
+ * of range, `DURABLE_EVENT_CORRUPT_LOG` when the target already holds events that are not the
+ * source's or a source event names a causation that is not an earlier event; and
+ * `DURABLE_EVENT_SEQUENCE_CONFLICT` when another writer appends to the target meanwhile
  */
 export async function copySessionEvents(
   source: DurableEventStore,
@@ -136,8 +145,11 @@ export async function copySessionEvents(
 ): Promise<CopySessionEventsResult> {
   const signal = options.signal;
   const sourceHead = (await source.getHeadSequence(sourceId, signal === undefined ? {} : { signal })) ?? 0;
+  if (sourceHead === 0) {
+    throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `the source has no session ${sourceId} (no events); nothing to copy`);
+  }
   const upTo = options.upTo === undefined ? sourceHead : options.upTo;
-  if (!Number.isSafeInteger(upTo) || upTo < 0 || upTo > sourceHead) {
+  if (!Number.isSafeInteger(upTo) || upTo < 1 || upTo > sourceHead) {
     throw new DurableEventStoreError(
       'DURABLE_EVENT_INVALID_INPUT',
       `the source session ${sourceId} has ${sourceHead} events; cannot copy ${upTo}`,
@@ -154,17 +166,48 @@ export async function copySessionEvents(
       `the target session ${targetId} already has ${targetHead} events, more than the ${upTo} to copy`,
     );
   }
-  // 1. Verify the target's prefix against the source, rebuilding the ID map.
   const targetEvents: DurableEventEnvelope[] = [];
   let verified = 0;
   let appended = 0;
   let head: number | null = targetHead === 0 ? null : targetHead;
   const report = (): void => options.onProgress?.({ done: verified + appended, total: upTo });
   if (targetHead > 0) {
-    await readAll(target, targetId, targetHead, signal, (events) => {
+    await readAll(target, targetId, 0, targetHead, signal, (events) => {
       targetEvents.push(...events);
     });
   }
+
+  // 1. Check every causation and verify the target's prefix (rebuilding the ID map); no writes.
+  const earlier = new Set<string>();
+  await readAll(source, sourceId, 0, upTo, signal, (events) => {
+    for (const event of events) {
+      if (event.causationEventId !== undefined && !earlier.has(event.causationEventId)) {
+        throw new DurableEventStoreError(
+          'DURABLE_EVENT_CORRUPT_LOG',
+          `the source session ${sourceId} is not copyable: event ${event.sequence} names causation ${event.causationEventId}, which is not an earlier event of it (run verify)`,
+        );
+      }
+      earlier.add(event.eventId);
+      const existing = targetEvents[event.sequence - 1];
+      if (existing === undefined) continue;
+      const replaced = event.sequence === 1 ? options.firstDraft : undefined;
+      const draft = replaced ?? draftOfEnvelope(event, idMap);
+      if (!sameDraft(draftOfEnvelope(existing, targetIdentity), draft, replaced !== undefined)) {
+        throw new DurableEventStoreError(
+          'DURABLE_EVENT_CORRUPT_LOG',
+          `the target session ${targetId} differs from the source at sequence ${event.sequence} (${existing.type} vs ${event.type}); refusing to copy over it`,
+        );
+      }
+      idMap.set(event.eventId, existing.eventId);
+      targetIdentity.set(existing.eventId, existing.eventId);
+      verified += 1;
+    }
+  });
+  earlier.clear();
+  targetEvents.length = 0;
+  if (verified > 0) report();
+
+  // 2. Append the events after the target's head.
   let pending: DurableEventDraft[] = [];
   let pendingIds: string[] = [];
   let pendingBytes = 0;
@@ -185,31 +228,18 @@ export async function copySessionEvents(
     pendingBytes = 0;
     report();
   };
-  await readAll(source, sourceId, upTo, signal, async (events) => {
+  await readAll(source, sourceId, targetHead, upTo, signal, async (events) => {
     for (const event of events) {
+      // The cause is in the unsent batch: send it, so the cause has its target ID.
+      if (event.causationEventId !== undefined && !idMap.has(event.causationEventId)) await flush();
       const draft =
         event.sequence === 1 && options.firstDraft !== undefined ? options.firstDraft : draftOfEnvelope(event, idMap);
-      const existing = targetEvents[event.sequence - 1];
-      if (existing !== undefined) {
-        const ignoreTime = event.sequence === 1 && options.firstDraft !== undefined;
-        if (!sameDraft(draftOfEnvelope(existing, targetIdentity), draft, ignoreTime)) {
-          throw new DurableEventStoreError(
-            'DURABLE_EVENT_CORRUPT_LOG',
-            `the target session ${targetId} differs from the source at sequence ${event.sequence} (${existing.type} vs ${event.type}); refusing to copy over it`,
-          );
-        }
-        idMap.set(event.eventId, existing.eventId);
-        targetIdentity.set(existing.eventId, existing.eventId);
-        verified += 1;
-        continue;
-      }
       const bytes = encodedBytes(draft);
       if (pending.length >= batchSize || (pending.length > 0 && pendingBytes + bytes > MAX_BATCH_BYTES)) await flush();
       pending.push(draft);
       pendingIds.push(event.eventId);
       pendingBytes += bytes;
     }
-    if (verified > 0 && appended === 0 && pending.length === 0) report();
     await flush();
   });
   await flush();
