@@ -78,7 +78,8 @@ if (adminToken) {
 // ---- edge agent demo (edge-agent helper; keep this block separate) ----
 console.log('');
 console.log('Watch the demo agent run inside its Durable Object (deterministic local model, no key):');
-console.log(`  node scripts/agent-demo.mjs "How many words is this?"`);
+// The demo reads PORT as this script does: name it when it is not the default.
+console.log(`  ${port === '8787' ? '' : `PORT=${port} `}node scripts/agent-demo.mjs "How many words is this?"`);
 if (adminToken) {
   console.log(
     `  or: curl -s -H 'Authorization: Bearer ${adminToken}' -H 'content-type: application/json' \\\n` +

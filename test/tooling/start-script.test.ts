@@ -65,6 +65,8 @@ describe('scripts/start.mjs --dry-run', () => {
     expect(stdout).toContain(`Admin token: ${adminToken}`);
     expect(stdout).toContain('curl -s http://127.0.0.1:8799/healthz');
     expect(stdout).toContain('dev --ip 127.0.0.1 --port 8799');
+    // The demo viewer reads PORT too: the line to paste names the port the server listens on.
+    expect(stdout).toContain('  PORT=8799 node scripts/agent-demo.mjs ');
   });
 
   it('keeps an existing .dev.vars untouched', () => {
