@@ -2,7 +2,9 @@
  * The checkpoint audit of `agent-ledger verify` (`core/checkpoint/audit.ts`), on a real store:
  * a checkpoint written by a journal matches its log; each way a record can lie while an open would
  * still trust it (digest, fold state, command index, ID filter) is a defect naming the checkpoint;
- * records an open would discard are notes.
+ * one an open discards because the log differs from it (another event at its sequence, a log that
+ * ends before it) is discarded and a defect of the log; one discarded whatever the log holds is a
+ * note.
  */
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
@@ -10,7 +12,7 @@ import { verifyThroughStore, type VerifyReport } from '../../src/cli/verify.js';
 import { decodeCheckpoint, encodeCheckpoint, type DecodedCheckpoint } from '../../src/core/checkpoint/codec.js';
 import { HashedKeyFilter } from '../../src/core/checkpoint/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
-import { CommandId, EventSequence, SessionId } from '../../src/protocol/ids.js';
+import { CommandId, EventId, EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from './lifecycle-log.js';
 
 const sessionId = SessionId('audited');
@@ -92,19 +94,40 @@ describe('checkpoint audit (verify)', () => {
     expect(missing.defects.map((defect) => defect.message)).toEqual([expect.stringMatching(/ID filter .* lacks 1 ID/)]);
   });
 
-  it('a checkpoint an open would discard is a note, not a defect', async () => {
+  it('a checkpoint an open discards because the log differs from it is discarded, and a defect of the log', async () => {
     const { store, decoded } = await sessionWithCheckpoint();
+    const at = `checkpoint at sequence ${decoded.sequence}`;
     await rewrite(store, decoded, { anchor: decoded.anchor + 1 });
+    const changed = await verify(store);
+    expect(changed.checkpoint).toEqual({ sequence: decoded.sequence, status: 'discarded' });
+    expect(changed.defects).toEqual([
+      { where: at, sequence: decoded.sequence, message: `the log is not the one the checkpoint was written from: event ${decoded.sequence} (${decoded.eventId}) was changed after the checkpoint was written` },
+    ]);
+    expect(changed.notes.join('\n')).toMatch(/replaced log/);
+
+    await rewrite(store, decoded, { eventId: EventId('evt-elsewhere') });
     const replaced = await verify(store);
-    expect(replaced.defects).toEqual([]);
     expect(replaced.checkpoint).toEqual({ sequence: decoded.sequence, status: 'discarded' });
-    expect(replaced.notes.join('\n')).toMatch(/replaced log/);
+    expect(replaced.defects.map((defect) => defect.message)).toEqual([
+      `the log is not the one the checkpoint was written from: event ${decoded.sequence} is ${decoded.eventId}, not evt-elsewhere: events were added, removed or replaced at or before sequence ${decoded.sequence}`,
+    ]);
 
     await rewrite(store, decoded, { sequence: EventSequence(1000) });
     const ahead = await verify(store);
-    expect(ahead.defects).toEqual([]);
     expect(ahead.checkpoint).toEqual({ sequence: 1000, status: 'discarded' });
+    expect(ahead.defects.map((defect) => defect.message)).toEqual([
+      `the log ends at sequence ${ahead.events}, but the checkpoint was written after event 1000: events ${ahead.events + 1}-1000 were removed (or the log is an older copy)`,
+    ]);
     expect(ahead.notes.join('\n')).toMatch(/beyond the head/);
+  });
+
+  it('a checkpoint an open discards whatever the log holds is a note, not a defect', async () => {
+    const { store, decoded } = await sessionWithCheckpoint();
+    await rewrite(store, decoded, { projectorVersion: decoded.projectorVersion + 1 });
+    const stale = await verify(store);
+    expect(stale.defects).toEqual([]);
+    expect(stale.checkpoint?.status).toBe('discarded');
+    expect(stale.notes.join('\n')).toMatch(/projector version/);
 
     await store.writeCheckpoint(sessionId, { sequence: decoded.sequence, eventId: decoded.eventId, data: new Uint8Array(64) });
     const corrupt = await verify(store);

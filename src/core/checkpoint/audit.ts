@@ -7,16 +7,20 @@
  * old log. An audit folds the whole log anyway, and checks everything the checkpoint claims, at
  * its sequence:
  * 1. the anchor (event ID and canonical hash): on a mismatch an open discards the checkpoint and
- *    rebuilds, so this is reported as a note, not a defect;
- * 2. the running digest of every event's identity (`chainDigest`): a mismatch behind a matching
- *    anchor is the case above, a defect;
+ *    rebuilds, so the projection is not wrong (status `discarded`), but the log is not the one the
+ *    checkpoint was written from: a defect of the log. So is a log that ends before the
+ *    checkpoint's sequence (events were removed, or the log is an older copy);
+ * 2. the running digest of every event's whole canonical content (`chainDigest`): a mismatch
+ *    behind a matching anchor means an event at or before the checkpoint was changed, added,
+ *    removed or reordered, and opens use a projection of the old log: a defect (status `wrong`);
  * 3. the fold state, compared as canonical JSON with the state of a projector that folded the
  *    prefix from the first event;
  * 4. the kept command ranges and the fold position of the command index;
  * 5. the key filter: every ID the prefix used must be in it (a missing one would let a later
  *    event reuse that ID unnoticed). Extra hashes only cause needless rebuilds: a note.
  * Checks 3-5 only fail for a checkpoint written by a build with a bug, or bytes that were
- * rewritten together with their checksums.
+ * rewritten together with their checksums. A checkpoint an open discards whatever the log holds
+ * (corrupt, other projector version, other session) says nothing about the log: a note.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../protocol/ids.js';
@@ -45,7 +49,10 @@ export interface CheckpointAuditResult {
    * is wrong); `wrong`: an open would use it and get a projection that differs from the log's.
    */
   readonly status: 'matches' | 'discarded' | 'wrong';
-  /** Why `wrong` (one line each). */
+  /**
+   * What is wrong (one line each): why `wrong`, or, with `discarded`, how the log differs from the
+   * one the checkpoint was written from.
+   */
   readonly defects: readonly string[];
   /** Why `discarded`, and harmless findings. */
   readonly notes: readonly string[];
@@ -128,14 +135,18 @@ export class CheckpointAudit {
     if (split !== -1) projector.apply(events.slice(split));
   }
 
-  /** The result after the whole log was folded: a checkpoint beyond the head is discarded on open. */
+  /**
+   * The result after the whole log was folded: a checkpoint beyond the head is discarded on open,
+   * and was written from events the log no longer holds.
+   */
   finish(head: number): CheckpointAuditResult {
     if (this.#result !== null) return this.#result;
     const sequence = this.sequence;
+    const removed = head + 1 === sequence ? `event ${sequence} was` : `events ${head + 1}-${sequence} were`;
     return {
       sequence,
       status: 'discarded',
-      defects: [],
+      defects: [`the log ends at sequence ${head}, but the checkpoint was written after event ${sequence}: ${removed} removed (or the log is an older copy)`],
       notes: [`the stored checkpoint stands at sequence ${sequence}, beyond the head (${head}); an open discards it`],
     };
   }
@@ -143,10 +154,14 @@ export class CheckpointAudit {
   #check(saved: DecodedCheckpoint, event: DurableEventEnvelope, projector: DurableSessionProjector): CheckpointAuditResult {
     const sequence = saved.sequence;
     if (event.eventId !== saved.eventId || anchorOf(event) !== saved.anchor) {
+      const how =
+        event.eventId === saved.eventId
+          ? `event ${sequence} (${event.eventId}) was changed after the checkpoint was written`
+          : `event ${sequence} is ${event.eventId}, not ${saved.eventId}: events were added, removed or replaced at or before sequence ${sequence}`;
       return {
         sequence,
         status: 'discarded',
-        defects: [],
+        defects: [`the log is not the one the checkpoint was written from: ${how}`],
         notes: [`the stored checkpoint was written for another event at sequence ${sequence}; an open discards it (replaced log) and rebuilds`],
       };
     }
@@ -154,7 +169,7 @@ export class CheckpointAudit {
     const notes: string[] = [];
     if (this.#digest.h1 !== saved.digest.h1 || this.#digest.h2 !== saved.digest.h2) {
       defects.push(
-        `the checkpoint at sequence ${sequence} passes the open check (its event is unchanged), but the events before it are not the ones it was written from (digest mismatch): opens use a projection of another log`,
+        `events 1-${sequence} are not the ones the checkpoint was written from (digest mismatch): one of them was changed, added, removed or reordered, though event ${sequence} is unchanged, so opens use a projection of the old log`,
       );
     }
     const { state, ids } = projector.checkpointState();

@@ -1,7 +1,7 @@
 /**
- * The bytes of a projection checkpoint (format 5): one or more frames.
+ * The bytes of a projection checkpoint (format 6): one or more frames.
  *
- * Frame layout (little-endian, every frame starts at a multiple of 8): `"ALC5"` magic, u32 header
+ * Frame layout (little-endian, every frame starts at a multiple of 8): `"ALC6"` magic, u32 header
  * length, u32 run length (hashes), u32 zero; the header as UTF-8 JSON; zero padding to a multiple
  * of 8; the frame's run of key hashes (float64, sorted); a float64 checksum. The checksum
  * (`hashFrameBytes`) hashes the frame's bytes before it, starting from the previous frame's
@@ -16,8 +16,9 @@
  * leaves the previous checkpoint readable. A record whose first frame fails a check decodes to a
  * reason string, never to a partial checkpoint. Records of earlier formats (`"ALCP"`: format 2;
  * `"ALC3"`: format 3, the same layout with a slower single-stream checksum; `"ALC4"`: format 4,
- * whose digest fed the identity text one code unit per round) read as an unknown format: the
- * journal then folds the log and writes a format-5 record.
+ * whose digest fed the identity text one code unit per round; `"ALC5"`: format 5, whose digest
+ * chained only each event's identity, not its payload) read as an unknown format: the journal then
+ * folds the log and writes a format-6 record.
  */
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
@@ -30,13 +31,14 @@ import { hashFrameBytes, hashString, INITIAL_HASH_STATE, type RunningHashState }
 import { HashedKeyFilter, mergeRunsInto, runBytes, runView, type KeyRun } from './key-filter.js';
 
 /** Version of this byte layout. */
-export const CHECKPOINT_FORMAT = 5;
-const MAGIC = [0x41, 0x4c, 0x43, 0x35];
-/** Magics of earlier formats ("ALCP": format 2, "ALC3": 3, "ALC4": 4), read as an unknown format (rebuilt). */
+export const CHECKPOINT_FORMAT = 6;
+const MAGIC = [0x41, 0x4c, 0x43, 0x36];
+/** Magics of earlier formats ("ALCP": format 2, "ALC3": 3, "ALC4": 4, "ALC5": 5), read as an unknown format (rebuilt). */
 const LEGACY_MAGICS = [
   [0x41, 0x4c, 0x43, 0x50],
   [0x41, 0x4c, 0x43, 0x33],
   [0x41, 0x4c, 0x43, 0x34],
+  [0x41, 0x4c, 0x43, 0x35],
 ];
 /** Magic, header length, run length, reserved. */
 const FIXED_BYTES = 16;
@@ -67,7 +69,7 @@ export interface DecodedCheckpoint {
   readonly projectorVersion: number;
   /** `hashString` of the canonical JSON of the event at `sequence`. */
   readonly anchor: number;
-  /** Running hash of the identities (`eventIdentityParts`, `chainDigest`) of events 1..sequence. */
+  /** Running hash of the whole canonical content of events 1..sequence (`chainDigest`). */
   readonly digest: RunningHashState;
   readonly state: FoldState;
   readonly commands: CommandIndexCheckpoint;
@@ -83,16 +85,6 @@ export type CheckpointContent = Omit<DecodedCheckpoint, 'keys' | 'extent'>;
 export function canonicalEventText(event: DurableEventEnvelope): string {
   // SAFETY: envelopes are validated lossless JSON.
   return canonicalJson(event as unknown as JsonValue);
-}
-
-/**
- * What the running digest chains for one event: its identity (sequence, store-assigned event ID,
- * type, command, commit time), not its body. Canonicalising every body on the append path costs
- * more than the checkpoint is worth; bodies are covered where it matters on open, at the anchor.
- * {@link chainDigest} feeds exactly these parts, in this order.
- */
-export function eventIdentityParts(event: DurableEventEnvelope): [number, string, string, string, string] {
-  return [event.sequence, event.eventId, event.type, event.commandId ?? '', event.recordedAt];
 }
 
 const LANE1 = 2654435761;
@@ -117,21 +109,73 @@ function feedText(text: string): void {
 }
 
 /**
- * The running digest after `event` (format 5): the sequence as two 32-bit words (low, high), then
- * each text part of {@link eventIdentityParts} by {@link feedText}. One folded event costs about
- * a third of format 4's step, which fed the joined identity text one code unit per round.
+ * The words that open each kind of JSON value in the digest (and close arrays and objects). A
+ * string's length is below 2^30, so no tag can be read as the length of an object's next key:
+ * the words of a value spell it exactly, and two values feed the same words only if equal.
+ */
+export const DIGEST_TAGS = Object.freeze({
+  null: 0xa1c60001,
+  false: 0xa1c60002,
+  true: 0xa1c60003,
+  number: 0xa1c60004,
+  string: 0xa1c60005,
+  array: 0xa1c60006,
+  object: 0xa1c60007,
+  end: 0xa1c60008,
+});
+
+/**
+ * Feeds the canonical content of a JSON value: a tag, then a number as the text of
+ * `JSON.stringify`, a string by {@link feedText}, an array's elements, an object's members by key
+ * in UTF-16 order (each key by {@link feedText}, then its value; members whose value is
+ * `undefined` are absent, as in JSON), arrays and objects closed by the end tag. Equal JSON values
+ * feed equal words whatever their key order: the content `canonicalJson` spells, without building
+ * its text.
+ */
+function feedValue(value: unknown): void {
+  if (typeof value === 'string') {
+    feedWord(DIGEST_TAGS.string);
+    feedText(value);
+  } else if (typeof value === 'object') {
+    if (value === null) feedWord(DIGEST_TAGS.null);
+    else if (Array.isArray(value)) {
+      feedWord(DIGEST_TAGS.array);
+      for (let index = 0; index < value.length; index++) {
+        const element: unknown = value[index];
+        // JSON writes an `undefined` element as null.
+        feedValue(element === undefined ? null : element);
+      }
+      feedWord(DIGEST_TAGS.end);
+    } else {
+      feedWord(DIGEST_TAGS.object);
+      const object = value as Record<string, unknown>;
+      const keys = Object.keys(object).sort();
+      for (let index = 0; index < keys.length; index++) {
+        // SAFETY: index < keys.length.
+        const key = keys[index] as string;
+        const member = object[key];
+        if (member === undefined) continue;
+        feedText(key);
+        feedValue(member);
+      }
+      feedWord(DIGEST_TAGS.end);
+    }
+  } else if (typeof value === 'number') {
+    feedWord(DIGEST_TAGS.number);
+    feedText(String(value));
+  } else feedWord(value === true ? DIGEST_TAGS.true : DIGEST_TAGS.false);
+}
+
+/**
+ * The running digest after `event` (format 6): the event's whole canonical content (envelope and
+ * payload, see {@link feedValue}), so any change to a stored event, and any event added, removed
+ * or moved, changes every digest from there on. About 2 µs for a 270-byte event (ad-hoc timing),
+ * against 0.4-0.6 µs for format 5's identity-only step and 7 µs for hashing `canonicalJson` text.
  */
 export function chainDigest(digest: RunningHashState, event: DurableEventEnvelope): RunningHashState {
   lane1 = digest.h1;
   lane2 = digest.h2;
-  const sequence = event.sequence;
-  const low = sequence >>> 0;
-  feedWord(low);
-  feedWord((sequence - low) / 4294967296);
-  feedText(event.eventId);
-  feedText(event.type);
-  feedText(event.commandId ?? '');
-  feedText(event.recordedAt);
+  feedValue(event);
   return { h1: lane1 >>> 0, h2: lane2 >>> 0 };
 }
 
