@@ -11,7 +11,8 @@
  * 3. `readRange` reads one command's events back (the index keeps positions, not bodies).
  * 4. Projection checkpoints (`../checkpoint/`): `load` starts from the latest valid checkpoint
  *    and folds only the events after it; `fold` keeps a running digest and, when the policy says
- *    so, writes a new checkpoint after the current call returns (off the append's critical path).
+ *    so, writes a new checkpoint after the current call returns (off the append's critical path;
+ *    a write the open's own fold made due settles before `load` returns).
  *    When a checkpoint-restored projector cannot decide on its own (an ID that may be older than
  *    the checkpoint), `rebuild` folds the log from the first event and the caller retries.
  * Every store call is bounded by `storeTimeoutMs` and the caller's signal.
