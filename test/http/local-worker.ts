@@ -8,10 +8,21 @@
  * - Secrets are injected as bindings ({@link LOCAL_WORKER_SECRETS}); a developer's `.dev.vars`
  *   is not read.
  *
- * Shared by every HTTP test file: `const worker = await startLocalWorker()` in `beforeAll`,
- * `await worker.stop()` in `afterAll`.
+ * Used by every HTTP test file: `const worker = await startLocalWorker()` in `beforeAll`,
+ * `await worker.stop()` in `afterAll`. In the vitest project `http`, one Worker started by this
+ * file's globalSetup serves every file of the run (sessions are per test, so files never meet):
+ * `startLocalWorker()` without options hands out that Worker, and its `stop()` does nothing. A
+ * file that needs its own Worker (other vars, or one it may break) passes `vars` or `own: true`.
  */
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** URL of the Worker the files of the `http` project share (absent in other projects). */
+    localWorkerUrl?: string;
+  }
+}
 
 /** Secrets of the Worker under test. */
 export const LOCAL_WORKER_SECRETS = {
@@ -41,8 +52,27 @@ export interface LocalWorker {
 
 const CONFIG_PATH = fileURLToPath(new URL('../../wrangler.toml', import.meta.url));
 
-/** Starts the Worker; resolves once it accepts requests. `vars`: extra plain-text bindings. */
-export async function startLocalWorker(options: { vars?: Readonly<Record<string, string>> } = {}): Promise<LocalWorker> {
+/** Options of {@link startLocalWorker}. */
+export interface LocalWorkerOptions {
+  /** Extra plain-text bindings (implies a Worker of the caller's own). */
+  vars?: Readonly<Record<string, string>>;
+  /** Start a Worker of the caller's own even where a shared one runs. */
+  own?: boolean;
+}
+
+/** The shared Worker's URL when this file runs in the `http` project, else undefined. */
+function sharedWorkerUrl(): string | undefined {
+  try {
+    return inject('localWorkerUrl');
+  } catch {
+    return undefined; // outside a vitest worker (the globalSetup itself, a script)
+  }
+}
+
+/** Starts the Worker (or hands out the run's shared one); resolves once it accepts requests. */
+export async function startLocalWorker(options: LocalWorkerOptions = {}): Promise<LocalWorker> {
+  const shared = options.vars === undefined && options.own !== true ? sharedWorkerUrl() : undefined;
+  if (shared !== undefined) return localWorkerAt(new URL(shared), async () => undefined);
   process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
   process.env['WRANGLER_SEND_METRICS'] = 'false';
   process.env['WRANGLER_HIDE_BANNER'] = 'true';
@@ -66,7 +96,10 @@ export async function startLocalWorker(options: { vars?: Readonly<Record<string,
     },
   });
   await worker.ready;
-  const url = await worker.url;
+  return localWorkerAt(await worker.url, () => worker.dispose());
+}
+
+function localWorkerAt(url: URL, stop: () => Promise<void>): LocalWorker {
   const href = (path: string): string => new URL(path, url).href;
   return {
     url,
@@ -82,6 +115,13 @@ export async function startLocalWorker(options: { vars?: Readonly<Record<string,
       const body = (await response.json()) as { token: string };
       return body.token;
     },
-    stop: () => worker.dispose(),
+    stop,
   };
+}
+
+/** vitest globalSetup of the `http` project: one Worker for every file of the run. */
+export default async function setup(project: { provide(key: 'localWorkerUrl', value: string): void }): Promise<() => Promise<void>> {
+  const worker = await startLocalWorker({ own: true });
+  project.provide('localWorkerUrl', worker.url.href);
+  return () => worker.stop();
 }
