@@ -13,7 +13,7 @@
  * batch), timed in this Worker around one RPC each, per turn; everything else goes to the real app.
  */
 import { DurableObject } from 'cloudflare:workers';
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { createApp } from '../../src/app/app.js';
 import type { Env } from '../../worker/env.js';
 import type { SessionAgentMount } from '../../src/adapters/durable-object/agent-rpc.js';
@@ -103,7 +103,7 @@ export class SessionObject extends LedgerSessionObject {
           );
           return { ...result, stream };
         },
-      },
+      } satisfies LanguageModelV3,
       tools: {
         calc: defineTool({ sideEffect: 'pure', execute: (input: { a: number; b: number }) => ({ sum: input.a + input.b }) }),
       },

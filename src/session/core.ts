@@ -8,7 +8,7 @@
  * and, once the command is in the log, folds it into the history and publishes it on the stream.
  * `commitBeforeEffect` is the commit that licenses a side effect (see there).
  */
-import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import type { DurableCommandEventDraft, DurableCommitResult } from '../core/journal/journal-options.js';
 import type { DurableSessionJournal } from '../core/journal/journal.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
@@ -25,7 +25,7 @@ import type { DurableReason, ModelIdentity, ModelSelection } from '../protocol/e
 import { CommandId, type EventSequence, type InputId, type SessionId } from '../protocol/ids.js';
 import type { FrameHub } from './frames.js';
 import type { HistoryProjection } from './history.js';
-import type { AnySessionTool, SessionClock, SessionIdKind, SessionPermissionHandler } from './types.js';
+import type { AnySessionTool, SessionClock, SessionIdKind, SessionLanguageModel, SessionPermissionHandler } from './types.js';
 
 /** Resubmissions of a command whose outcome is unknown before the Session stops. */
 const UNKNOWN_OUTCOME_RESUBMITS = 3;
@@ -66,9 +66,9 @@ export type StopIntent =
 
 /** Settings after defaults. */
 export interface SessionSettings {
-  model: LanguageModelV3;
+  model: SessionLanguageModel;
   modelIdentity: ModelIdentity | undefined;
-  resolveModel: ((selection: ModelSelection) => LanguageModelV3 | undefined) | undefined;
+  resolveModel: ((selection: ModelSelection) => SessionLanguageModel | undefined) | undefined;
   callSettings: Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal'> | undefined;
   streaming: boolean;
   system: string | undefined;
@@ -95,7 +95,7 @@ export interface SessionCore {
 }
 
 /** The selection persisted for a model. */
-export function selectionOf(model: LanguageModelV3): ModelSelection {
+export function selectionOf(model: SessionLanguageModel): ModelSelection {
   return { provider: model.provider, model: model.modelId };
 }
 

@@ -23,7 +23,7 @@ import { SessionDurableRecorderError } from '../protocol/errors.js';
 import { ModelAttemptId, type InputId, type RequestId, type TurnId } from '../protocol/ids.js';
 import { commit, commitBeforeEffect, ExecutionStopped, RequestEnded, validateOwnership, type SessionCore } from './core.js';
 import { responseText } from './history.js';
-import { callLanguageModel, MODEL_PORT_API, ModelCallError, toPrompt, toTools } from './model-port.js';
+import { callLanguageModel, ModelCallError, modelIdentityOf, toPrompt, toTools } from './model-port.js';
 import type { RequestRun } from './run.js';
 import { cancelUnstartedTools, driveTool, scheduleDrafts } from './tools.js';
 
@@ -178,7 +178,7 @@ async function callModel(core: SessionCore, run: RequestRun, turn: DurableActive
   run.steeredSinceTurn = false;
   const modelAttemptId = ModelAttemptId(core.newId('model_attempt'));
   const scope = { requestId: run.requestId, turnId: turn.turnId, modelAttemptId };
-  const identity = core.settings.modelIdentity ?? { provider: run.model.provider, api: MODEL_PORT_API };
+  const identity = core.settings.modelIdentity ?? modelIdentityOf(run.model);
   // The happy path's drafts spell out `scope` (same keys, same order): a spread in a literal is a generic copy.
   // Only this Session's own commit of the start licenses the provider call (see `commitBeforeEffect`).
   await commitBeforeEffect(core, `model:${modelAttemptId}`, [

@@ -11,13 +11,12 @@
  * interrupted. Node creates an `AbortSignal` only when `.signal` is first read (a few
  * microseconds each), so neither `cancel`'s nor `kill`'s signal exists until something needs it.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { DurableInput, InterruptBehavior, ModelSelection, Priority } from '../protocol/event-payloads.js';
 import type { InputId, RequestId } from '../protocol/ids.js';
 import type { JsonObject } from '../protocol/json.js';
 import { newAbortError } from '../core/abort.js';
 import { StopRequested, type StopIntent } from './core.js';
-import type { SessionRequestResult } from './types.js';
+import type { SessionLanguageModel, SessionRequestResult } from './types.js';
 
 /** A steering input waiting for its `input_applied`. */
 export interface PendingSteer {
@@ -53,7 +52,7 @@ export class RequestRun {
     readonly requestId: RequestId,
     readonly inputId: InputId,
     readonly maxTurns: number,
-    readonly model: LanguageModelV3,
+    readonly model: SessionLanguageModel,
     readonly selection: ModelSelection,
     readonly context: JsonObject,
   ) {

@@ -14,7 +14,6 @@
  * forwards steering inputs to the running Request, fans frames out to `stream()` iterators, and
  * turns the loss of the lease into a local stop without a durable terminal event.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { newAbortError, withDeadline } from '../core/abort.js';
 import { isTimeSource, systemTime, type TimeSource } from '../core/time.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
@@ -30,6 +29,7 @@ import type { JsonObject, JsonValue } from '../protocol/json.js';
 import { commit, ExecutionStopped, selectionOf, type SessionCore, type SessionSettings } from './core.js';
 import { FrameHub } from './frames.js';
 import { HistoryProjection } from './history.js';
+import { isSessionLanguageModel, unsupportedModelMessage } from './model-port.js';
 import { applyRecoveryPolicy, recoveryPlanOf, SAFE_RECOVERY_POLICY } from './recovery.js';
 import { driveRequest } from './request-driver.js';
 import { SentRequests, snapshotKey, steerIdentity } from './request-ids.js';
@@ -40,6 +40,7 @@ import type {
   SessionHandoff,
   SessionHistoryMessage,
   SessionIdKind,
+  SessionLanguageModel,
   SessionOptions,
   SessionRequestHandle,
   SessionRequestResult,
@@ -98,14 +99,17 @@ export function defineTool<I, O extends JsonValue>(tool: SessionTool<I, O>): Ses
   return tool;
 }
 
+/** `value` if the model port accepts it (`LanguageModelV4` or `LanguageModelV3`), else `SESSION_DURABLE_RECORDER_INVALID`. */
+function checkedModel(value: unknown): SessionLanguageModel {
+  if (!isSessionLanguageModel(value)) throw invalid(unsupportedModelMessage(value));
+  return value;
+}
+
 function resolveSettings(options: SessionOptions): SessionSettings {
   if (typeof options !== 'object' || options === null) throw invalid('session options must be an object');
   const time = options.time ?? systemTime;
   if (!isTimeSource(time)) throw invalid('time must be a TimeSource');
-  const model = options.model;
-  if (typeof model !== 'object' || model === null || model.specificationVersion !== 'v3') {
-    throw invalid('model must be an AI SDK LanguageModelV3 (specificationVersion "v3")');
-  }
+  const model = checkedModel(options.model);
   return {
     model,
     modelIdentity: options.modelIdentity,
@@ -316,9 +320,9 @@ export async function resumeSession(options: ResumeSessionOptions): Promise<Sess
   }
 }
 
-function resolveModel(settings: SessionSettings, selection: ModelSelection): LanguageModelV3 {
+function resolveModel(settings: SessionSettings, selection: ModelSelection): SessionLanguageModel {
   const resolved = settings.resolveModel?.(selection);
-  if (resolved !== undefined) return resolved;
+  if (resolved !== undefined) return checkedModel(resolved);
   if (selection.provider === settings.model.provider && selection.model === settings.model.modelId) return settings.model;
   throw invalid(`no model for ${selection.provider}/${selection.model}; pass resolveModel`);
 }
@@ -329,7 +333,7 @@ interface Queued {
   input: DurableInput;
   priority: Priority;
   maxTurns: number;
-  model: LanguageModelV3;
+  model: SessionLanguageModel;
   context: JsonObject;
   accept(handle: SessionRequestHandle): void;
   refuse(error: unknown): void;
@@ -386,14 +390,15 @@ class SessionImpl implements Session {
   }
 
   send(input: DurableInput, options: SessionSendOptions = {}): Promise<SessionRequestHandle> {
-    const model = options.model ?? this.#core.settings.model;
     const priority = options.priority ?? 'next';
+    let model: SessionLanguageModel;
     let maxTurns: number;
     let ids: ReturnType<SentRequests['ids']>;
     // Idempotency is checked only for caller-chosen IDs (fresh ones cannot have been used).
     let key: string | undefined;
     try {
       this.#checkOpen();
+      model = options.model === undefined ? this.#core.settings.model : checkedModel(options.model);
       maxTurns = options.maxTurns === undefined ? this.#core.settings.maxTurns : checkMaxTurns(options.maxTurns, 'maxTurns');
       ids = this.#sent.ids(options, this.#core.newId);
       if (options.requestId !== undefined || options.inputId !== undefined) {

@@ -4,12 +4,13 @@
  *
  * A Session runs an agent loop (model call -> tool calls -> next model call) and writes every
  * lifecycle fact through `DurableSessionJournal`, in the order the recovery plan relies on. The
- * model port is the AI SDK provider specification (`LanguageModelV3` of `@ai-sdk/provider` 3.x),
- * so any AI SDK provider plugs in unchanged; only `model-port.ts` knows that specification.
+ * model port is the AI SDK provider specification (`LanguageModelV4` of `@ai-sdk/provider` 4.x, and
+ * `LanguageModelV3` of 3.x), so any AI SDK provider plugs in unchanged; only `model-port.ts` knows
+ * the specification.
  *
  * Everything here is runtime-neutral: a Session runs on Node and inside a Durable Object.
  */
-import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV4 } from '@ai-sdk/provider';
 import type { DurableCheckpointPolicy } from '../core/checkpoint/policy.js';
 import type { DurabilityPortLike } from '../core/durability/port-types.js';
 import type { DurableExecutionLease } from '../core/lease/execution-lease.js';
@@ -273,16 +274,22 @@ export interface SessionExecutionLeaseOptions {
   leaseId?: string;
 }
 
+/**
+ * A model the Session accepts: an AI SDK `LanguageModelV4` (`@ai-sdk/provider` 4.x, AI SDK 7) or
+ * `LanguageModelV3` (3.x, AI SDK 6). Any other `specificationVersion` is refused (`SESSION_DURABLE_RECORDER_INVALID`).
+ */
+export type SessionLanguageModel = LanguageModelV4 | LanguageModelV3;
+
 /** Options of {@link createSession}. */
 export interface SessionOptions {
   /** The session's ID (default: generated). */
   sessionId?: SessionId | string;
   /** The model every Request uses unless it names another one. */
-  model: LanguageModelV3;
-  /** Provider identity recorded on `model_request_started` (default `{ provider: model.provider, api: 'ai-sdk.language-model.v3' }`). */
+  model: SessionLanguageModel;
+  /** Provider identity recorded on `model_request_started` (default `{ provider: model.provider, api: 'ai-sdk.language-model.<specificationVersion>' }`, e.g. `ai-sdk.language-model.v4`). */
   modelIdentity?: ModelIdentity;
   /** Maps a persisted model selection back to a model on resume (default: `model` when provider and ID match). */
-  resolveModel?: (selection: ModelSelection) => LanguageModelV3 | undefined;
+  resolveModel?: (selection: ModelSelection) => SessionLanguageModel | undefined;
   /** Provider call settings passed on every model call (temperature, maxOutputTokens, ...). */
   callSettings?: Omit<LanguageModelV3CallOptions, 'prompt' | 'tools' | 'abortSignal'>;
   /** Use `doStream` (default `true`); `false` uses `doGenerate`. */
@@ -347,7 +354,7 @@ export interface SessionSendOptions {
   /** Most Turns this Request may take (default: the Session's). */
   maxTurns?: number;
   /** A model other than the Session's (must be resolvable on resume, see `resolveModel`). */
-  model?: LanguageModelV3;
+  model?: SessionLanguageModel;
   /** Runtime context persisted with the Request and handed to tools. */
   context?: JsonObject;
   /**

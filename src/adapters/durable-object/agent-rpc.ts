@@ -9,11 +9,10 @@
  * every other method of the object, each answers with an `RpcResult` envelope so domain errors
  * keep their class and code across RPC. See `docs/edge-agents.md`.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { DurableRecoveryPlan } from '../../core/projector/projection-types.js';
 import type { DurableInput, PermissionDecision, Priority } from '../../protocol/event-payloads.js';
 import type { JsonObject } from '../../protocol/json.js';
-import type { AnySessionTool, SessionOptions, SessionRecoveryPolicy } from '../../session/types.js';
+import type { AnySessionTool, SessionLanguageModel, SessionOptions, SessionRecoveryPolicy } from '../../session/types.js';
 import type { RpcResult } from './rpc.js';
 
 /**
@@ -26,10 +25,10 @@ import type { RpcResult } from './rpc.js';
  * }
  */
 export interface SessionAgentMount {
-  /** The default model (any AI SDK `LanguageModelV3` provider model). */
-  model: LanguageModelV3;
+  /** The default model (any AI SDK `LanguageModelV4` or `LanguageModelV3` provider model). */
+  model: SessionLanguageModel;
   /** Other models a request may choose by name (`model` in the request body). */
-  models?: Readonly<Record<string, LanguageModelV3>>;
+  models?: Readonly<Record<string, SessionLanguageModel>>;
   /** Tools by name (`defineTool` of `agent-ledger/session`). */
   tools?: Readonly<Record<string, AnySessionTool>>;
   /** System prompt. */

@@ -21,11 +21,10 @@
  * Nothing here is written to the log; an eviction loses the text in flight (the recovery plan
  * then decides what happens to that model call).
  */
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import type { DurableEventEnvelope } from '../../../protocol/events.js';
 import type { JsonValue } from '../../../protocol/json.js';
 import type { TransientSubscriberFrame } from '../../../protocol/frames.js';
-import type { AnySessionTool, SessionToolContext } from '../../../session/types.js';
+import type { AnySessionTool, SessionLanguageModel, SessionToolContext } from '../../../session/types.js';
 
 /** The model response being streamed now. */
 export interface InFlightResponse {
@@ -51,6 +50,9 @@ function field(event: DurableEventEnvelope, name: string): string | undefined {
   return undefined;
 }
 
+/** What the tap reads of a stream part (the same in `LanguageModelV4` and `LanguageModelV3`). */
+type TappedPart = { type: string; delta?: unknown };
+
 /**
  * The provider's stream as the Session reads it (`getReader()`, then `read()` until done, then
  * `releaseLock()`), each part tapped when its read resolves, before the Session sees it. No
@@ -59,10 +61,7 @@ function field(event: DurableEventEnvelope, name: string): string | undefined {
  * the Session (the host wraps the models it hands to it), so only that reading path is offered:
  * any other use (pipes, async iteration) fails loudly rather than skipping the tap.
  */
-function tappedStream(
-  stream: ReadableStream<LanguageModelV3StreamPart>,
-  tap: (part: LanguageModelV3StreamPart) => void,
-): ReadableStream<LanguageModelV3StreamPart> {
+function tappedStream<P extends TappedPart>(stream: ReadableStream<P>, tap: (part: TappedPart) => void): ReadableStream<P> {
   const tapped = {
     get locked(): boolean {
       return stream.locked;
@@ -74,7 +73,7 @@ function tappedStream(
         get closed(): Promise<unknown> {
           return reader.closed;
         },
-        read: (): Promise<ReadableStreamReadResult<LanguageModelV3StreamPart>> =>
+        read: (): Promise<ReadableStreamReadResult<P>> =>
           reader.read().then((next) => {
             if (!next.done) tap(next.value);
             return next;
@@ -86,7 +85,7 @@ function tappedStream(
   };
   // SAFETY: the Session reads a model stream through getReader(), read(), releaseLock() and
   // cancel() only (see the comment above); every other member is absent on purpose.
-  return tapped as unknown as ReadableStream<LanguageModelV3StreamPart>;
+  return tapped as unknown as ReadableStream<P>;
 }
 
 /** The live part of an agent's stream (see the module header). */
@@ -152,13 +151,35 @@ export class AgentLiveStream {
   }
 
   /** Wraps a model so each streamed delta reaches the subscribers as the Session reads it. */
-  wrapModel(model: LanguageModelV3): LanguageModelV3 {
-    const tap = (part: LanguageModelV3StreamPart): void => {
+  wrapModel(model: SessionLanguageModel): SessionLanguageModel {
+    const tap = (part: TappedPart): void => {
+      if (typeof part.delta !== 'string') return;
       if (part.type === 'text-delta') this.#delta('text_delta', part.delta);
       else if (part.type === 'reasoning-delta') this.#delta('reasoning_delta', part.delta);
     };
+    // One literal per specification version: the wrapper keeps the model's version (and so the
+    // prompt shape the Session hands it), and TypeScript checks each against its own type.
+    if (model.specificationVersion === 'v3') {
+      return {
+        specificationVersion: 'v3',
+        provider: model.provider,
+        modelId: model.modelId,
+        get supportedUrls() {
+          return model.supportedUrls;
+        },
+        doGenerate: async (options) => {
+          await this.#beforeIo();
+          return model.doGenerate(options);
+        },
+        doStream: async (options) => {
+          await this.#beforeIo();
+          const result = await model.doStream(options);
+          return { ...result, stream: tappedStream(result.stream, tap) };
+        },
+      };
+    }
     return {
-      specificationVersion: model.specificationVersion,
+      specificationVersion: 'v4',
       provider: model.provider,
       modelId: model.modelId,
       get supportedUrls() {
