@@ -6,7 +6,8 @@
  * `docs/cli.md`). Arguments are parsed by commander; stores are named by one URL-like argument
  * (`stores.ts`); everything heavy — storage backends with native addons, the inspector's Hono app —
  * is imported only by the command that needs it, so `agent-ledger --help` runs without them.
- * Every failure is one line on stderr and a non-zero exit (1, or 2 when `verify` found a defect).
+ * Every failure is one line on stderr and a non-zero exit (1, or 2 when `verify` found a defect or
+ * `inspect` printed a log that does not project).
  */
 import { Command, CommanderError, Option } from 'commander';
 import { isDurableError } from '../protocol/errors.js';

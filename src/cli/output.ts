@@ -21,7 +21,7 @@ export class CliError extends Error {
 
 /** Exit code of a failed command (bad input, unreachable store, refused operation). */
 export const EXIT_FAILURE = 1;
-/** Exit code of `verify` when it found a defect. */
+/** Exit code of `verify` when it found a defect, and of `inspect` when the log does not project. */
 export const EXIT_DEFECT = 2;
 
 /** What every command receives about output. */
