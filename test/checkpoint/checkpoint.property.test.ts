@@ -15,9 +15,10 @@ import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { mutate, type MutationKind } from '../projector/journal-mutations.js';
 import { simulate } from '../projector/lifecycle-simulator.js';
 import { ArrayLogStore } from './array-store.js';
+import { sized } from '../deep.js';
 import { verifyThroughStore, type VerifyReport } from '../../src/cli/verify.js';
 
-const NUM_RUNS = 150;
+const NUM_RUNS = sized(40, 150);
 const choicesArb = fc.array(fc.nat({ max: 10_000 }), { minLength: 1, maxLength: 120, size: 'large' });
 const mutationArb = fc.option(fc.constantFrom<MutationKind>('drop', 'reorder', 'duplicate_id', 'change_correlation'), {
   nil: undefined,

@@ -17,13 +17,14 @@ import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import type { DurableEventStore } from '../../src/core/store.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { appendCycles } from './lifecycle-log.js';
+import { sized } from '../deep.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
 const root = mkdtempSync(path.join(os.tmpdir(), 'checkpoint-kill-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const ROUNDS = 6;
+const ROUNDS = sized(3, 6);
 const BASE_CYCLES = 2000; // 10,001 events: a checkpoint of about 150 KB
 
 type Backend = 'jsonl' | 'sqlite';

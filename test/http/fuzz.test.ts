@@ -10,11 +10,12 @@ import { HttpDurableEventStore } from '../../src/client.js';
 import { markerDrafts } from '../../src/conformance/fixtures.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { startLocalWorker, type LocalWorker } from './local-worker.js';
+import { sized } from '../deep.js';
 
 let worker: LocalWorker;
 let store: HttpDurableEventStore;
 const SESSION = SessionId('fuzz-target');
-const RUNS = 60;
+const RUNS = sized(20, 60);
 
 beforeAll(async () => {
   worker = await startLocalWorker();

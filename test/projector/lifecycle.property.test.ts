@@ -5,8 +5,9 @@ import { DurableEventProjectionError } from '../../src/protocol/errors.js';
 import { caught } from './helpers.js';
 import { mutate, type MutationKind } from './journal-mutations.js';
 import { expectedPlan, simulate } from './lifecycle-simulator.js';
+import { sized } from '../deep.js';
 
-const NUM_RUNS = 200;
+const NUM_RUNS = sized(60, 200);
 const choicesArb = fc.array(fc.nat({ max: 10_000 }), { minLength: 0, maxLength: 120, size: 'large' });
 
 describe('random valid lifecycles', () => {
@@ -66,7 +67,7 @@ describe('random valid lifecycles', () => {
       fc.property(choicesArb, (choices) => {
         seen.add(expectedPlan(simulate(choices)).action);
       }),
-      { numRuns: 1000, seed: 42 },
+      { numRuns: sized(250, 1000), seed: 42 },
     );
     expect([...seen].sort()).toEqual(
       [
