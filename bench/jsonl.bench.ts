@@ -229,6 +229,14 @@ async function benchSingleVsBare(): Promise<void> {
     ratio: baselineMs / floorMs,
     target: undefined,
   });
+  // The store's own cost over what no store can skip, as one figure (the two rows above divided).
+  rows.push({
+    name: '(info) store vs its floor',
+    figure: `${fmt(perSecond(count, subjectMs))} appends/s`,
+    baseline: `${fmt(perSecond(count, floorMs))} floor appends/s`,
+    ratio: floorMs / subjectMs,
+    target: undefined,
+  });
 }
 
 /** Writes a log of `events` one-event batch lines directly, exactly as the store would have. */
