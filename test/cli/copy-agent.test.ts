@@ -206,7 +206,7 @@ describe('copy of agent-written sessions', () => {
     expect(expectSameLog(source, forked, 2)).toBeGreaterThan(0);
     const again = await runCli(['fork', matrixJsonl, MATRIX_SESSION, '--at', String(at), '--new-session', 'matrix-fork', '--to', to, '--json']);
     expect(JSON.parse(again.stdout)).toMatchObject({ appended: 0, verified: at });
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('refused copies leave the target as it was', () => {
@@ -227,7 +227,7 @@ describe('refused copies leave the target as it was', () => {
     expect(fork.code).toBe(1);
     expect(fork.stderr).toMatch(/past its head/);
     expect(existsSync(path.join(dir, 'fork-typo.db'))).toBe(false);
-  }, 60_000);
+  }, 120_000);
 
   it('refuses a source whose causation names no earlier event before writing anything, even with --batch-size 1', async () => {
     const root = path.join(dir, 'bad-causation');
@@ -249,5 +249,5 @@ describe('refused copies leave the target as it was', () => {
     expect(existsSync(path.join(dir, 'bad'))).toBe(false);
     expect(readFileSync(existing).equals(before)).toBe(true);
     expect(readdirSync(dir).filter((name) => name.startsWith('existing.db'))).toEqual(['existing.db']);
-  }, 60_000);
+  }, 120_000);
 });

@@ -68,7 +68,7 @@ describe('inspect', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ projectionFailure: { sequence: 10 } });
     const healthy = await runCli(['inspect', sqlite, 'five']);
     expect(healthy.code).toBe(0);
-  }, 60_000);
+  }, 120_000);
 });
 
 /** Resolves once `child` printed `count` lines on stdout; rejects if it exits first. */
@@ -116,5 +116,5 @@ describe('tail -f', () => {
     const events = output.lines().map((line) => JSON.parse(line) as { sequence: number; type: string });
     expect(events.map((event) => event.sequence)).toEqual(Array.from({ length: 11 }, (_, index) => 16 + index));
     expect(events.at(-1)?.type).toBe('session_closed');
-  }, 60_000);
+  }, 120_000);
 });
