@@ -2,17 +2,23 @@
  * Bounded JSON request bodies.
  *
  * 1. A declared `Content-Length` above the wire limit ({@link maxWireBytes}: eight times the
- *    limit) is refused before a byte is read.
+ *    limit) is refused before a byte is parsed.
  * 2. Otherwise the body stream is read chunk by chunk and rewritten into its compact spelling
  *    ({@link JsonCompactor}: no whitespace, no needless `\u` escapes), whose length is what the
- *    limit counts; crossing it (or the wire limit) cancels the stream and refuses. So a batch the
+ *    limit counts; crossing it (or the wire limit) refuses. So a batch the
  *    stores accept fits whatever the client's encoder escaped (Python's `json.dumps` escapes all
  *    non-ASCII, Go's `encoding/json` escapes `<>&`), and only compact bytes sit in memory.
  * 3. The bytes must be UTF-8 and JSON; anything else is `DURABLE_EVENT_INVALID_INPUT`.
- * Refusals for size carry `DURABLE_EVENT_LIMIT_EXCEEDED` (413). Before answering, the rest of an
- * oversized upload is read and discarded (never kept) up to {@link MAX_DISCARDED_BODY_BYTES}:
- * many HTTP/1.1 clients fail with a connection reset instead of reading the 413 when the server
- * stops reading mid-upload. Past that budget the stream is cancelled.
+ * Refusals for size carry `DURABLE_EVENT_LIMIT_EXCEEDED` (413), answered whatever the size. The
+ * stream is never cancelled (the runtime then resets the connection while the client still
+ * writes, and many clients never read the 413):
+ * - the rest of a refused body is read and dropped, never kept, up to
+ *   {@link MAX_DISCARDED_BODY_BYTES} in all, so a client that writes its whole body before it
+ *   reads the answer (Python's `http.client`, say) sees the 413;
+ * - a declared length above that budget, or a client waiting for `100 Continue`, is answered at
+ *   once without reading anything ({@link abandon}), and a body without a declared length stops
+ *   being read at the budget: the runtime closes the connection after the answer, which clients
+ *   that read while they write (curl, fetch) get whatever the size.
  */
 import { DurableEventStoreError } from '../protocol/errors.js';
 import { JsonCompactor } from '../protocol/json-compactor.js';
@@ -27,25 +33,33 @@ export const MAX_REQUEST_BODY_BYTES = MAX_BATCH_BYTES + 1024 * 1024;
 export const WIRE_BYTES_PER_COMPACT_BYTE = 8;
 /** Largest body of the small control routes (leases, tokens). */
 export const MAX_CONTROL_BODY_BYTES = 64 * 1024;
-/** Most bytes of an oversized upload read (and dropped) so the client can see the 413. */
-export const MAX_DISCARDED_BODY_BYTES = 64 * 1024 * 1024;
+/** Most bytes of a refused body read (and dropped) so the client sees the 413 (see the module header). */
+export const MAX_DISCARDED_BODY_BYTES = 128 * 1024 * 1024;
 
-/** Reads and drops the rest of a stream, up to `budget` bytes; cancels it past that. */
+/** Reads and drops the rest of a stream, at most `budget` more bytes; then stops reading, without cancelling. */
 async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, budget: number): Promise<void> {
-  let remaining = budget;
+  let left = budget;
   try {
-    for (;;) {
+    while (left > 0) {
       const { done, value } = await reader.read();
       if (done) return;
-      remaining -= value.byteLength;
-      if (remaining < 0) {
-        await reader.cancel();
-        return;
-      }
+      left -= value.byteLength;
     }
   } catch {
     // The client went away; the 413 is still the answer.
   }
+}
+
+/**
+ * Gives up on a refused body nothing has read: reads no more than one chunk of it and leaves the
+ * stream as it is (not cancelled). Starting a read (never awaited) marks the body used, so
+ * nothing downstream drains it before the answer goes out: `wrangler dev` wraps the Worker in a
+ * middleware that reads an unused body to its end first, which for a large or endless upload
+ * means no answer at all.
+ */
+function abandon(request: Request): void {
+  if (request.bodyUsed) return;
+  request.body?.getReader().read().catch(() => undefined);
 }
 
 function tooLarge(limit: number, actual?: number): DurableEventStoreError {
@@ -62,17 +76,23 @@ function invalid(message: string): DurableEventStoreError {
 
 /**
  * Refuses a body whose `Content-Length` is malformed (400) or above `wireLimit` (413, reporting
- * `limit`), before reading it; a refused body of moderate size is drained so the connection stays
- * usable.
+ * `limit`), before parsing any of it: up to {@link MAX_DISCARDED_BODY_BYTES} it is read and
+ * dropped first, past that it is abandoned (see the module header).
  */
 async function refuseDeclaredLength(request: Request, wireLimit: number, limit: number): Promise<void> {
   const declared = request.headers.get('content-length');
   if (declared === null) return;
   const length = /^[0-9]{1,16}$/.test(declared) ? Number(declared) : Number.NaN;
-  if (!Number.isSafeInteger(length)) throw invalid('Content-Length is not a valid length');
+  if (!Number.isSafeInteger(length)) {
+    abandon(request);
+    throw invalid('Content-Length is not a valid length');
+  }
   if (length > wireLimit) {
     const body = request.body;
-    if (body !== null && length <= MAX_DISCARDED_BODY_BYTES) await discardRest(body.getReader(), MAX_DISCARDED_BODY_BYTES);
+    // A client waiting for `100 Continue` has sent nothing and sends nothing until then: answer at once.
+    const waits = /^\s*100-continue\s*$/i.test(request.headers.get('expect') ?? '');
+    if (body !== null && length <= MAX_DISCARDED_BODY_BYTES && !waits) await discardRest(body.getReader(), length);
+    else abandon(request);
     throw tooLarge(limit, length);
   }
 }
@@ -130,7 +150,7 @@ export async function readCompactJsonBytes(request: Request, maxBytes: number): 
     if (done) break;
     wire += value.byteLength;
     if (wire > wireLimit || !compactor.push(value)) {
-      await discardRest(reader, Math.max(0, MAX_DISCARDED_BODY_BYTES - wire));
+      await discardRest(reader, MAX_DISCARDED_BODY_BYTES - wire);
       throw tooLarge(maxBytes);
     }
   }

@@ -10,12 +10,20 @@
  * 2. while a non_idempotent tool runs (`hang-tool`: its effect is counted, then it waits): it is
  *    never run a second time, it is surfaced for reconciliation (`reconcile_tool_outcomes`), and
  *    after an operator reconciles it over HTTP under the lease, the run finishes;
- * 3. while a permission waits: the answer (HTTP) resumes it and the tool runs once.
+ * 3. while a permission waits: the answer (HTTP) resumes it and the tool runs once;
+ * 4. while a permission waits, aborted after the restart: `activeRequestId` names the Request,
+ *    the abort answers `interrupted` and `request_interrupted` (user_abort) is in the log;
+ * 5. while a permission waits, steered after the restart: the input is answered at once (202) and
+ *    applied, with its text, once the permission is answered.
  * A WebSocket subscriber of each session reconnects after the restart with its last cursor; its
  * events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
  * timing: the test polls for states with deadlines only.
+ *
+ * The same restarted server then takes a 73 MiB body on `POST .../events`: with and without a
+ * Content-Length, it answers 413, and the next request on it is served.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -48,9 +56,16 @@ interface Frame {
 }
 interface AgentStatus {
   state: string;
+  activeRequestId: string | null;
   pendingPermissions: string[];
   plan: { action: string; unknownToolAttempts?: Array<{ toolAttemptId: string; toolName: string }> } | null;
 }
+
+/** The server of this file: started (and restarted) by the first test, used by the next, killed after all. */
+let dev: WranglerDev | undefined;
+afterAll(async () => {
+  await dev?.kill('SIGTERM');
+});
 
 async function api<T>(dev: WranglerDev, method: string, route: string, body?: unknown): Promise<{ status: number; body: T }> {
   const response = await fetch(`${dev.url}${route}`, {
@@ -139,6 +154,51 @@ async function effectsOf(dev: WranglerDev, sessionId: string): Promise<Record<st
   return (await api<Record<string, number>>(dev, 'GET', `/v1/sessions/${sessionId}/test/effects`)).body;
 }
 
+/**
+ * POSTs `size` declared bytes with node:http, writing only what `write` chooses (the whole body
+ * after `100 Continue`, or a part and then nothing), and resolves with the status, or rejects when
+ * no answer came within 30 s.
+ */
+function rawPost(url: string, size: number, mode: 'expect-continue' | 'partial'): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    const request = httpRequest(url, {
+      method: 'POST',
+      headers: {
+        ...AUTH,
+        'content-type': 'application/json',
+        'content-length': String(size),
+        ...(mode === 'expect-continue' ? { expect: '100-continue' } : {}),
+      },
+      timeout: 30_000,
+    });
+    let written = 0;
+    const writeAll = (): void => {
+      while (written < size) {
+        const part = chunk.subarray(0, Math.min(chunk.byteLength, size - written));
+        written += part.byteLength;
+        if (!request.write(part)) {
+          request.once('drain', writeAll);
+          return;
+        }
+      }
+      request.end();
+    };
+    if (mode === 'expect-continue') request.on('continue', writeAll);
+    else request.write(chunk);
+    request.on('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+      request.destroy();
+    });
+    request.on('timeout', () => {
+      request.destroy();
+      reject(new Error(`no answer within 30 s (${mode}, ${written} bytes written)`));
+    });
+    request.on('error', (error) => reject(error));
+  });
+}
+
 function expectGapless(before: Subscriber, after: Subscriber, log: readonly Envelope[]): void {
   expect([...before.events, ...after.events].map((event) => event.sequence)).toEqual(log.map((event) => event.sequence));
 }
@@ -154,24 +214,32 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
     const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
     dirs.push(persistTo);
     const stamp = Date.now().toString(36);
-    const sessions = { stream: `e2e-stream-${stamp}`, tool: `e2e-tool-${stamp}`, permission: `e2e-perm-${stamp}` };
-    const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission' } as const;
-    let dev: WranglerDev | undefined = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+    const sessions = {
+      stream: `e2e-stream-${stamp}`,
+      tool: `e2e-tool-${stamp}`,
+      permission: `e2e-perm-${stamp}`,
+      abort: `e2e-abort-${stamp}`,
+      steer: `e2e-steer-${stamp}`,
+    };
+    const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission', abort: 'permission', steer: 'permission' } as const;
+    dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
     const subscribers: Subscriber[] = [];
     try {
       const first = dev;
-      const before: Record<keyof typeof sessions, Subscriber> = {
+      const before: Record<'stream' | 'tool' | 'permission', Subscriber> = {
         stream: await Subscriber.open(first, sessions.stream),
         tool: await Subscriber.open(first, sessions.tool),
         permission: await Subscriber.open(first, sessions.permission),
       };
       subscribers.push(...Object.values(before));
+      const requests: Partial<Record<keyof typeof sessions, { requestId: string; inputId: string }>> = {};
       for (const key of Object.keys(sessions) as Array<keyof typeof sessions>) {
-        const accepted = await api<{ status: string; created: boolean }>(first, 'POST', `/v1/sessions/${sessions[key]}/requests`, {
+        const accepted = await api<{ status: string; created: boolean; requestId: string; inputId: string }>(first, 'POST', `/v1/sessions/${sessions[key]}/requests`, {
           commandId: `cmd-${key}`,
           input: inputs[key],
         });
         expect(accepted).toMatchObject({ status: 202, body: { created: true } });
+        requests[key] = accepted.body;
       }
       await before.stream.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
       expect(before.stream.frames.filter((f) => f.type === 'text_delta').map((f) => f.delta).join('')).toBe('Partial ');
@@ -180,13 +248,16 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
       await before.permission.until((s) => s.has('permission_requested'), 'permission_requested');
       const waiting = await poll(() => statusOf(first, sessions.permission), (s) => s.state === 'waiting_permission', 'waiting');
       const permissionRequestId = waiting.pendingPermissions[0] as string;
+      await poll(() => statusOf(first, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting (abort)');
+      const steerWait = await poll(() => statusOf(first, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting (steer)');
+      const steerPermissionId = steerWait.pendingPermissions[0] as string;
 
       await dev.kill('SIGKILL');
       dev = undefined;
       await Promise.all(subscribers.map((s) => s.until((x) => x.closed, 'the socket to drop', 10_000)));
       dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
       const second = dev;
-      const after: Record<keyof typeof sessions, Subscriber> = {
+      const after: Record<'stream' | 'tool' | 'permission', Subscriber> = {
         stream: await Subscriber.open(second, sessions.stream, before.stream.lastCursor),
         tool: await Subscriber.open(second, sessions.tool, before.tool.lastCursor),
         permission: await Subscriber.open(second, sessions.permission, before.permission.lastCursor),
@@ -237,9 +308,73 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
       expect(await effectsOf(second, sessions.permission)).toEqual({ approved: 1 });
       expect(finalText(permissionLog)).toBe('Done: {"approved":"deploy"}');
       expectGapless(before.permission, after.permission, permissionLog);
+
+      // (4) Aborted while the restarted instance presents the permission again.
+      const abortId = requests.abort?.requestId as string;
+      const again = await poll(() => statusOf(second, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting again (abort)');
+      expect(again.activeRequestId).toBe(abortId);
+      const aborted = await api(second, 'POST', `/v1/sessions/${sessions.abort}/requests/${abortId}/abort`, {});
+      expect(aborted).toEqual({ status: 200, body: { requestId: abortId, status: 'interrupted' } });
+      const abortLog = await logOf(second, sessions.abort);
+      expect(abortLog.filter((e) => e.type === 'request_interrupted').map((e) => e.data)).toEqual([{ reason: 'user_abort' }]);
+      expect(await effectsOf(second, sessions.abort)).toEqual({});
+
+      // (5) Steered while the restarted instance presents the permission again: answered at once, applied after the answer.
+      await poll(() => statusOf(second, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting again (steer)');
+      const steered = await api<{ inputId: string; requestId: string }>(second, 'POST', `/v1/sessions/${sessions.steer}/inputs`, { input: 'also mention the weather' });
+      expect(steered).toMatchObject({ status: 202, body: { requestId: requests.steer?.requestId } });
+      await api(second, 'POST', `/v1/sessions/${sessions.steer}/permissions/${steerPermissionId}`, { decision: 'allow' });
+      const steerLog = await poll(() => logOf(second, sessions.steer), (log) => log.some((e) => e.type === 'request_completed'), 'the steered run to finish');
+      const applied = steerLog.filter((e) => e.type === 'input_applied');
+      expect(applied.map((e) => e.data['inputId'])).toEqual([requests.steer?.inputId, steered.body.inputId]);
+      expect(applied[1]?.data['input']).toBe('also mention the weather');
     } finally {
       for (const subscriber of subscribers) subscriber.close();
-      await dev?.kill('SIGTERM');
     }
-  }, 240_000);
+  }, 300_000);
+
+  it('answers 413 to a 73 MiB append, with and without a Content-Length, and serves the next request', async () => {
+    if (dev === undefined) {
+      const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
+      dirs.push(persistTo);
+      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+    }
+    const server = dev;
+    const size = 73 * 1024 * 1024;
+    const head = new TextEncoder().encode('{"events":[{"type":"custom","data":{"s":"');
+    const chunk = new Uint8Array(1024 * 1024).fill(0x61);
+    const route = `${server.url}/v1/sessions/e2e-413/events`;
+    const headers = { ...AUTH, 'content-type': 'application/json' };
+    // No answer within 30 s fails the test (the client would otherwise wait for ever).
+    const declared = new Uint8Array(size);
+    declared.set(head);
+    declared.fill(0x61, head.byteLength);
+    const withLength = await fetch(route, { method: 'POST', headers, body: declared, signal: AbortSignal.timeout(30_000) });
+    expect(withLength.status).toBe(413);
+    expect(await withLength.json()).toMatchObject({ code: 'DURABLE_EVENT_LIMIT_EXCEEDED', details: { actual: size } });
+
+    let sent = 0;
+    const streamed = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === 0) controller.enqueue(head);
+        if (sent >= size) {
+          controller.close();
+          return;
+        }
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const chunked = await fetch(route, { method: 'POST', headers, body: streamed, duplex: 'half', signal: AbortSignal.timeout(30_000) } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(await chunked.json()).toMatchObject({ code: 'DURABLE_EVENT_LIMIT_EXCEEDED' });
+
+    // A client that waits for `100 Continue` before it sends: the body must be asked for.
+    expect(await rawPost(route, size, 'expect-continue')).toBe(413);
+    // A client that declares far more than it sends (an endless upload): answered without waiting for the rest.
+    expect(await rawPost(route, 1024 * 1024 * 1024, 'partial')).toBe(413);
+
+    const next = await api<{ events: unknown[] }>(server, 'GET', '/v1/sessions/e2e-413/events');
+    expect(next).toMatchObject({ status: 200, body: { events: [] } });
+  }, 120_000);
 });
