@@ -28,6 +28,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { DurableEventSubscription } from '../core/subscription/subscription.js';
 import { decodeDurableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
 import { isDurableError } from '../protocol/errors.js';
+import { statusOfCode } from '../app/http-errors.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
 import { ACTION_SCOPES, parseInspectorAction, runInspectorAction, type InspectorHost, type InspectorScope } from './backend.js';
 import { INSPECTOR_CSS, INSPECTOR_SCRIPT } from './assets.js';
@@ -75,14 +76,9 @@ function failure(error: unknown, title: string): Response {
 const unauthorized = (detail: string): Response => problem(401, 'Unauthorized', detail, 'HTTP_UNAUTHORIZED');
 const forbidden = (detail: string): Response => problem(403, 'Forbidden', detail, 'HTTP_FORBIDDEN');
 
+/** The status of a failure: a domain code's one status everywhere (`STATUS_BY_CODE`), 500 for anything else. */
 function statusOf(error: unknown): number {
-  if (!isDurableError(error)) return 500;
-  const code = error.code;
-  if (code.endsWith('_INVALID_INPUT') || code.endsWith('_INVALID_CURSOR') || code.endsWith('INVALID_VALUE') || code === 'DURABLE_EVENT_SUBSCRIPTION_INVALID') return 400;
-  if (code.includes('CONFLICT') || code.includes('INVALID_STATE') || code === 'DURABLE_SESSION_RECOVERY_REQUIRED' || code.includes('LEASE')) return 409;
-  if (code.includes('NOT_FOUND')) return 404;
-  if (code === 'DURABLE_EVENT_PROJECTION_INVALID') return 422;
-  return 500;
+  return isDurableError(error) ? statusOfCode(error.code) : 500;
 }
 
 /** Options of {@link createInspectorApp}. */
@@ -317,7 +313,8 @@ export function createInspectorApp<E extends object = Record<string, never>>(hos
         if (ACTION_SCOPES[action.action] !== group) {
           return problem(400, 'Bad Request', `${action.action} is posted to .../actions/${ACTION_SCOPES[action.action]}`, 'DURABLE_EVENT_INVALID_INPUT');
         }
-        const result = await runInspectorAction(host.store(c.env, sessionId), sessionId, action);
+        const viaAgent = action.action === 'resolve-permission' ? await host.answerPermission?.(c.env, sessionId, action) : undefined;
+        const result = viaAgent ?? (await runInspectorAction(host.store(c.env, sessionId), sessionId, action));
         return c.json(result, 200, { 'cache-control': 'no-store' });
       } catch (error) {
         return failure(error, 'Action refused');

@@ -53,7 +53,17 @@ export interface InspectorHost<E> {
    * page's `?full=1` folds the whole log anyway (and audits the checkpoint).
    */
   fullFoldLimit?: number;
+  /**
+   * Answers a permission through the agent that runs the session, when one does (at the edge:
+   * the session object's agent, the same path as `POST .../permissions/:id`); `null` when no
+   * agent runs it, and the action goes through the recovery coordinator. An agent session holds
+   * an execution lease the page has not got, so the coordinator would refuse it.
+   */
+  answerPermission?(env: E, sessionId: SessionId, action: InspectorPermissionAction): Promise<InspectorActionResult | null>;
 }
+
+/** The page's permission answer. */
+export type InspectorPermissionAction = Extract<InspectorAction, { action: 'resolve-permission' }>;
 
 /** An action request, as the page's script posts it. */
 export type InspectorAction =

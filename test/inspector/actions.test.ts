@@ -8,7 +8,8 @@ import { JsonlDurableEventStore } from '../../src/adapters/node/jsonl/jsonl-stor
 import { ALL_INSPECTOR_SCOPES, type InspectorScope } from '../../src/inspector/backend.js';
 import { createInspectorApp, INSPECTOR_COOKIE } from '../../src/inspector/app.js';
 import { loadInspection } from '../../src/inspector/model/inspection.js';
-import { SessionId } from '../../src/protocol/ids.js';
+import { SessionId, WorkerId } from '../../src/protocol/ids.js';
+import { STATUS_BY_CODE } from '../../src/app/http-errors.js';
 import { seedForkable, seedLong, seedPermission } from '../cli/fixtures/seed.js';
 import { tempDir } from '../cli/helpers.js';
 
@@ -25,6 +26,8 @@ beforeAll(async () => {
   await seedPermission(store, SessionId('perm'));
   await seedForkable(store, SessionId('forkable'));
   await seedLong(store, SessionId('long'), 30);
+  await seedPermission(store, SessionId('leased'));
+  await store.acquireExecutionLease(SessionId('leased'), { ownerId: WorkerId('some-agent'), leaseId: 'lease-1', ttlMs: 600_000 });
   app = createInspectorApp({ store: () => store, authorize: async (_env, token) => TOKENS[token] ?? null });
 });
 
@@ -107,6 +110,13 @@ describe('inspector routes', () => {
     const inspection = await loadInspection(store, SessionId('perm'));
     expect(inspection.recent.slice(-2).map((event) => event.type)).toEqual(['permission_resolved', 'tool_cancelled']);
     expect(inspection.classified?.items).toEqual([expect.objectContaining({ kind: 'turn', safety: 'safe_to_retry' })]);
+  });
+
+  it('refuses an action on a session under an execution lease with the status of DURABLE_EXECUTION_LEASE_REQUIRED everywhere (428)', async () => {
+    const refused = await action('leased', { action: 'resolve-permission', commandId: 'c-leased', permissionRequestId: 'perm-deploy', decision: 'allow' });
+    expect(STATUS_BY_CODE.DURABLE_EXECUTION_LEASE_REQUIRED).toBe(428);
+    expect(refused.status).toBe(428);
+    expect(await refused.json()).toMatchObject({ status: 428, code: 'DURABLE_EXECUTION_LEASE_REQUIRED' });
   });
 
   it('forks from the page', async () => {

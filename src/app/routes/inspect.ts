@@ -13,14 +13,23 @@
  * session and gets the page actions its scopes allow (`read` to see, `recover` to answer a
  * permission or reconcile an outcome, `deliver` to deliver an awaited event). The store behind
  * the page is the session object itself through `DurableObjectEventStore` over the app's configured binding.
+ *
+ * A permission of a session the object's agent runs (its execution lease is held by a session
+ * object instance) is answered through that agent, the same path as `POST .../permissions/:id`:
+ * the agent stores the answer and resumes. The recovery coordinator would need the lease the
+ * agent holds.
  */
 import { z } from 'zod';
+import type { SessionObjectAgentRpc } from '../../adapters/durable-object/agent-rpc.js';
 import { DurableObjectEventStore, type SessionObjectNamespaceLike } from '../../adapters/durable-object/durable-object-store.js';
-import { ALL_INSPECTOR_SCOPES, type InspectorScope } from '../../inspector/backend.js';
+import { OBJECT_LEASE_OWNER_PREFIX } from '../../adapters/durable-object/object/agent-host.js';
+import { ALL_INSPECTOR_SCOPES, type InspectorActionResult, type InspectorPermissionAction, type InspectorScope } from '../../inspector/backend.js';
 import { createInspectorApp } from '../../inspector/app.js';
 import { authenticate, type AuthSecrets } from '../auth.js';
-import type { DurableErrorCode } from '../../protocol/errors.js';
+import { DurableEventStoreError, type DurableErrorCode } from '../../protocol/errors.js';
+import type { SessionId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
+import { callObject, sessionObject } from '../session-rpc.js';
 import type { AppContext, RouteDefinition, RouteSpec } from '../route-kit.js';
 
 const SCOPE_MAP: Readonly<Record<string, InspectorScope>> = {
@@ -34,6 +43,32 @@ const SCOPE_MAP: Readonly<Record<string, InspectorScope>> = {
 interface InspectEnv {
   secrets: AuthSecrets;
   sessions: SessionObjectNamespaceLike;
+}
+
+function transportFailure(what: string): (cause: unknown) => DurableEventStoreError {
+  return (cause) =>
+    new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `the session object did not answer ${what}`, { cause });
+}
+
+/** See the module header: `null` when no agent of the object runs the session. */
+async function answerThroughAgent(env: InspectEnv, sessionId: SessionId, action: InspectorPermissionAction): Promise<InspectorActionResult | null> {
+  const object = sessionObject(env.sessions, sessionId);
+  const lease = await callObject(() => object.inspectExecutionLease(sessionId), transportFailure('the lease inspection'));
+  if (lease === null || !lease.ownerId.startsWith(OBJECT_LEASE_OWNER_PREFIX)) return null;
+  // SAFETY: the binding is a SessionObject (or a subclass), which implements the agent RPC.
+  const agent = object as unknown as SessionObjectAgentRpc;
+  const receipt = await callObject(
+    () =>
+      agent.answerPermission(sessionId, action.permissionRequestId, {
+        decision: action.decision,
+        ...(action.message === undefined ? {} : { message: action.message }),
+      }),
+    transportFailure('the permission answer (it may have been stored)'),
+  );
+  return {
+    ok: true,
+    message: receipt.created ? `resolve-permission: ${receipt.decision} (the agent goes on)` : `resolve-permission: already answered ${receipt.decision}`,
+  };
 }
 
 let inspector: ReturnType<typeof createInspectorApp<InspectEnv>> | undefined;
@@ -58,6 +93,7 @@ function app(): ReturnType<typeof createInspectorApp<InspectEnv>> {
       }
       return scopes;
     },
+    answerPermission: answerThroughAgent,
   });
   return inspector;
 }
