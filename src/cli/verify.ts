@@ -2,11 +2,13 @@
  * `verify`: checks a whole session log and its durability ledger, naming every defect's place.
  *
  * Two passes:
- * 1. For a JSONL store, the files themselves, line by line (the store would only say "corrupt
- *    log"): every line a JSON array of valid v4 envelopes of this session, sequences contiguous
- *    from 1, event IDs unique; the ledger one valid record per line, sequences contiguous,
- *    identities unique. A last line without its newline is a torn tail, which readers ignore and
- *    the next writer truncates: reported as a note, not a defect.
+ * 1. For a JSONL store, the files themselves, line by line (the store would stop at the first
+ *    bad line): every line valid UTF-8 and a JSON array of valid v4 envelopes of this session,
+ *    sequences contiguous from 1, event IDs unique; the ledger one valid record per line,
+ *    sequences contiguous, identities unique. A last line without its newline is a torn tail,
+ *    which readers ignore and the next writer truncates: reported as a note, not a defect. A line
+ *    is named by the byte offset where it starts, as the store's own errors (and so `inspect`)
+ *    name it: `log line at byte 1234`.
  * 2. For every store, the log as the store serves it, page by page, through the projector (all
  *    21 invariants; a violation names its sequence and rule), and the ledger through
  *    `readDurability`.
@@ -18,9 +20,7 @@
  * is a note.
  */
 import { createReadStream, existsSync, readdirSync } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { durabilityIdentity } from '../core/durability/ledger-engine.js';
 import { decodeDurabilityRecord } from '../core/durability/ledger-validation.js';
 import { CheckpointAudit, type CheckpointAuditResult } from '../core/checkpoint/audit.js';
@@ -34,10 +34,11 @@ import { readLedger } from '../inspector/model/inspection.js';
 
 /** One defect, with where it is. */
 export interface VerifyDefect {
-  /** `log line 7`, `sequence 12`, `ledger line 3`, `store`. */
+  /** `log line at byte 1234`, `sequence 12`, `ledger line at byte 56`, `checkpoint at sequence 4096`, `store`. */
   where: string;
   message: string;
-  line?: number;
+  /** Byte offset of the JSONL line the defect is in. */
+  offset?: number;
   sequence?: number;
 }
 
@@ -57,25 +58,41 @@ export interface VerifyReport {
 /** Progress callback: events checked so far and the expected total. */
 export type VerifyProgress = (done: number, total: number) => void;
 
-async function* lines(file: string): AsyncGenerator<{ text: string; number: number; terminated: boolean }> {
-  const stream = createReadStream(file, { encoding: 'utf8' });
-  let number = 0;
-  let pending: string | undefined;
-  const reader = createInterface({ input: stream, crlfDelay: Infinity });
-  for await (const text of reader) {
-    if (pending !== undefined) yield { text: pending, number, terminated: true };
-    number += 1;
-    pending = text;
+/** The store's decoder: a line that is not valid UTF-8 is corrupt, not repaired. */
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** One line of a JSONL file: its text (`undefined` when not valid UTF-8), where it starts, whether `\n` ends it. */
+interface FileLine {
+  text: string | undefined;
+  offset: number;
+  terminated: boolean;
+}
+
+/** The lines of `file`, split on `\n` as the store splits them, each with its byte offset. */
+async function* lines(file: string): AsyncGenerator<FileLine> {
+  let pending: Buffer[] = [];
+  let offset = 0;
+  let position = 0;
+  const decode = (parts: Buffer[]): string | undefined => {
+    try {
+      return strictUtf8.decode(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+    } catch {
+      return undefined;
+    }
+  };
+  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
+    let start = 0;
+    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
+      pending.push(chunk.subarray(start, end));
+      yield { text: decode(pending), offset, terminated: true };
+      pending = [];
+      offset = position + end + 1;
+      start = end + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+    position += chunk.length;
   }
-  if (pending !== undefined) {
-    // readline drops the final newline: look at the last byte to know whether the line was complete.
-    const { size } = await stat(file);
-    const handle = await open(file, 'r');
-    const last = Buffer.alloc(1);
-    await handle.read(last, 0, 1, Math.max(0, size - 1));
-    await handle.close();
-    yield { text: pending, number, terminated: last[0] === 0x0a };
-  }
+  if (offset < position) yield { text: decode(pending), offset, terminated: false };
 }
 
 /** Checks the JSONL files of one session (pass 1). */
@@ -89,43 +106,47 @@ export async function verifyJsonlFiles(root: string, sessionId: SessionId, repor
   let lineCount = 0;
   const ids = new Set<string>();
   for await (const line of lines(files.log)) {
-    lineCount = line.number;
-    const where = `log line ${line.number}`;
+    const where = `log line at byte ${line.offset}`;
     if (!line.terminated) {
-      report.notes.push(`log line ${line.number} has no newline: a torn tail from an interrupted write (readers ignore it; the next append truncates it)`);
+      report.notes.push(`${where} has no newline: a torn tail from an interrupted write (readers ignore it; the next append truncates it)`);
       break;
     }
+    lineCount += 1;
+    if (line.text === undefined) {
+      report.defects.push({ where, offset: line.offset, message: 'not valid UTF-8' });
+      continue;
+    }
     if (line.text.trim() === '') {
-      report.defects.push({ where, line: line.number, message: 'empty line' });
+      report.defects.push({ where, offset: line.offset, message: 'empty line' });
       continue;
     }
     let batch: unknown;
     try {
       batch = JSON.parse(line.text);
     } catch (error) {
-      report.defects.push({ where, line: line.number, message: `not JSON (${error instanceof Error ? error.message : String(error)})` });
+      report.defects.push({ where, offset: line.offset, message: `not JSON (${error instanceof Error ? error.message : String(error)})` });
       continue;
     }
     if (!Array.isArray(batch) || batch.length === 0) {
-      report.defects.push({ where, line: line.number, message: 'not a non-empty JSON array of events' });
+      report.defects.push({ where, offset: line.offset, message: 'not a non-empty JSON array of events' });
       continue;
     }
     for (const [index, value] of batch.entries()) {
       const parsed = safeParseDurableEventEnvelope(value);
       if (!parsed.ok) {
-        report.defects.push({ where: `${where}, event ${index + 1}`, line: line.number, message: parsed.problem });
+        report.defects.push({ where: `${where}, event ${index + 1}`, offset: line.offset, message: parsed.problem });
         expected += 1;
         continue;
       }
       const event = parsed.value;
       if (event.sessionId !== sessionId) {
-        report.defects.push({ where, line: line.number, sequence: event.sequence, message: `event of session ${event.sessionId}, not ${sessionId}` });
+        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `event of session ${event.sessionId}, not ${sessionId}` });
       }
       if (event.sequence !== expected) {
-        report.defects.push({ where, line: line.number, sequence: event.sequence, message: `sequence ${event.sequence} where ${expected} was expected` });
+        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `sequence ${event.sequence} where ${expected} was expected` });
       }
       if (ids.has(event.eventId)) {
-        report.defects.push({ where, line: line.number, sequence: event.sequence, message: `event ID ${event.eventId} is used twice` });
+        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `event ID ${event.eventId} is used twice` });
       }
       ids.add(event.eventId);
       expected = event.sequence + 1;
@@ -137,18 +158,23 @@ export async function verifyJsonlFiles(root: string, sessionId: SessionId, repor
     const identities = new Set<string>();
     let sequence = 1;
     for await (const line of lines(files.ledger)) {
-      const where = `ledger line ${line.number}`;
+      const where = `ledger line at byte ${line.offset}`;
       if (!line.terminated) {
-        report.notes.push(`ledger line ${line.number} has no newline: a torn tail from an interrupted write`);
+        report.notes.push(`${where} has no newline: a torn tail from an interrupted write`);
         break;
+      }
+      if (line.text === undefined) {
+        report.defects.push({ where, offset: line.offset, message: 'not valid UTF-8' });
+        sequence += 1;
+        continue;
       }
       try {
         const record = decodeDurabilityRecord(line.text, { sessionId, sequence });
         const identity = durabilityIdentity(record);
-        if (identities.has(identity)) report.defects.push({ where, line: line.number, message: `record identity ${identity} appears twice` });
+        if (identities.has(identity)) report.defects.push({ where, offset: line.offset, message: `record identity ${identity} appears twice` });
         identities.add(identity);
       } catch (error) {
-        report.defects.push({ where, line: line.number, message: error instanceof Error ? error.message : String(error) });
+        report.defects.push({ where, offset: line.offset, message: error instanceof Error ? error.message : String(error) });
       }
       sequence += 1;
     }
@@ -246,7 +272,7 @@ export async function listJsonlSessions(root: string): Promise<{ sessions: Sessi
     let found: string | undefined;
     for await (const line of lines(path.join(directory, name))) {
       try {
-        const batch: unknown = JSON.parse(line.text);
+        const batch: unknown = JSON.parse(line.text ?? '');
         const first: unknown = Array.isArray(batch) ? batch[0] : undefined;
         const id = typeof first === 'object' && first !== null ? (first as { sessionId?: unknown }).sessionId : undefined;
         if (typeof id === 'string' && describeInvalidId(id) === undefined) found = id;

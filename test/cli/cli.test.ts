@@ -173,9 +173,9 @@ describe('verify', () => {
     const bad = await runCli(['verify', `jsonl:${root}`, 'broken']);
     expect(bad.code).toBe(2);
     expect(bad.stdout).toContain('DEFECT  broken');
-    expect(bad.stdout).toMatch(/log line 1: sequence 7 where 2 was expected/);
-    expect(bad.stdout).toMatch(/log line 2: not a non-empty JSON array/);
-    expect(bad.stdout).toMatch(/ledger line 1: /);
+    expect(bad.stdout).toMatch(/log line at byte 0: sequence 7 where 2 was expected/);
+    expect(bad.stdout).toContain(`log line at byte ${Buffer.byteLength(lines[0] ?? '') + 1}: not a non-empty JSON array`);
+    expect(bad.stdout).toMatch(/ledger line at byte 0: /);
     expect(bad.stderr).toMatch(/verify found \d+ defect/);
   }, 60_000);
 
