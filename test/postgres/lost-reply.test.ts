@@ -3,8 +3,9 @@
  * to PostgreSQL (which commits it) and then cuts the connection instead of forwarding the reply.
  * The store must report DURABLE_EVENT_WRITE_FAILED (outcome unknown, never a refusal), and the
  * journal must resolve the same situation by reading: its commit comes back `reconciled`, and the
- * command is in the log exactly once. Also: an aborted signal cancels a statement that waits on a
- * row lock, and nothing is written.
+ * command is in the log exactly once. An append whose first read loses its connection is
+ * DURABLE_EVENT_WRITE_FAILED too (nothing written). Also: an aborted signal cancels a statement
+ * that waits on a row lock, nothing is written, and the append rejects with the signal's reason.
  */
 import net from 'node:net';
 import pg from 'pg';
@@ -92,20 +93,40 @@ describe('PostgreSQL: unknown outcomes and cancellation', () => {
     expect(await store.findCommand(sessionId, CommandId('accept-1'))).toEqual({ firstSequence: 2, lastSequence: 3, eventCount: 2 });
   });
 
-  it('cancels a statement waiting on a row lock when the signal aborts, writing nothing', async () => {
-    const sessionId = SessionId('cancelled-append');
+  it('reports an append whose state read lost its connection as DURABLE_EVENT_WRITE_FAILED, nothing written', async () => {
+    // One idle connection in the pool, so the append's first statement (the state read of a
+    // session this store has not seen) is the next thing the proxy answers.
+    await store.getHeadSequence(SessionId('lost-read-warm-up'));
+    const sessionId = SessionId('lost-read-append');
+    cutNextReply = true;
+    const error = await store.append(sessionId, [markerDraft('first')], { expectedLastSequence: null }).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(cutNextReply).toBe(false);
+    expect(error).toMatchObject({ code: 'DURABLE_EVENT_WRITE_FAILED', message: expect.stringContaining('nothing was written') });
+    expect((error as Error).cause).toBeInstanceOf(Error);
+    expect(await store.getHeadSequence(sessionId)).toBe(null);
+  });
+
+  /**
+   * Appends while another transaction holds the session's row lock, aborts once the statement
+   * waits for it, and returns what the append rejected with.
+   */
+  async function abortWhileLocked(sessionId: SessionId, abort: (controller: AbortController) => void): Promise<unknown> {
     await store.append(sessionId, [markerDraft('first')], { expectedLastSequence: null });
     const blocker = new pg.Client({ connectionString: url });
     blocker.on('error', () => undefined);
     await blocker.connect();
+    let outcome: unknown;
     try {
       await blocker.query('BEGIN');
       await blocker.query(`SELECT 1 FROM "${schema}".sessions WHERE session_id = $1 FOR UPDATE`, [sessionId]);
       const controller = new AbortController();
       const append = store.append(sessionId, [markerDraft('blocked')], { signal: controller.signal });
-      const outcome = append.then(
+      const settled = append.then(
         () => 'resolved',
-        (error: unknown) => (error instanceof Error ? error.name : String(error)),
+        (error: unknown) => error,
       );
       // The statement is now waiting for the row lock on the server.
       for (let i = 0; i < 100; i++) {
@@ -115,8 +136,8 @@ describe('PostgreSQL: unknown outcomes and cancellation', () => {
         if (waiting.rows[0]?.n !== '0') break;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      controller.abort();
-      expect(await outcome).toBe('AbortError');
+      abort(controller);
+      outcome = await settled;
       // The cancel request reached the server: no statement is left waiting for the lock.
       let left = '1';
       for (let i = 0; i < 100 && left !== '0'; i++) {
@@ -132,5 +153,18 @@ describe('PostgreSQL: unknown outcomes and cancellation', () => {
       await blocker.end();
     }
     expect(await store.getHeadSequence(sessionId)).toBe(1);
+    return outcome;
+  }
+
+  it('cancels a statement waiting on a row lock when the signal aborts, writing nothing', async () => {
+    const outcome = await abortWhileLocked(SessionId('cancelled-append'), (controller) => controller.abort());
+    expect(outcome).toMatchObject({ name: 'AbortError' });
+  });
+
+  it("rejects with the signal's reason when it is not an AbortError (a timeout, an Error)", async () => {
+    const timeout = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+    expect(await abortWhileLocked(SessionId('timed-out-append'), (controller) => controller.abort(timeout))).toBe(timeout);
+    const reason = new Error('x');
+    expect(await abortWhileLocked(SessionId('errored-append'), (controller) => controller.abort(reason))).toBe(reason);
   });
 });

@@ -75,7 +75,7 @@ import type {
   DurableStoreCallOptions,
   StoreTestHooks,
 } from '../../core/store.js';
-import { DurabilityError, DurableError, DurableEventStoreError } from '../../protocol/errors.js';
+import { DurabilityError, DurableError, DurableEventStoreError, isAbortError } from '../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventDraft, type DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type CommandId, type EventId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
@@ -280,23 +280,39 @@ function checkMs(name: string, value: number | undefined, fallback: number, min:
   return value;
 }
 
-/** A failure of a write statement, as the contract reports it. */
-function writeFailure(error: unknown, what: string): unknown {
-  if (error instanceof DurableError) return error;
-  if (error instanceof Error && error.name === 'AbortError') return error;
+/**
+ * True for errors a call rejects with unchanged: the signal's reason once the caller aborted
+ * (whatever it is: a `TimeoutError` from `AbortSignal.timeout`, an `Error`, any value), an
+ * `AbortError`, and the package's typed errors.
+ */
+function passesThrough(error: unknown, signal: AbortSignal | undefined): boolean {
+  return error instanceof DurableError || (signal?.aborted === true && error === signal.reason) || isAbortError(error);
+}
+
+/**
+ * A failure of a write, as the contract reports it. `stage: 'read'` is a failure of the state read
+ * a write starts with: nothing was written, but it is still the write that failed
+ * (`DURABLE_EVENT_WRITE_FAILED`, the read's error as `cause`), never a `READ_FAILED` from `append`.
+ */
+function writeFailure(error: unknown, what: string, signal: AbortSignal | undefined, stage: 'read' | 'write' = 'write'): unknown {
+  if (passesThrough(error, signal)) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (sqlState(error) === '57014') {
     return new DurableEventStoreError('DURABLE_EVENT_IO_TIMEOUT', `PostgreSQL ${what} was cancelled: ${message}`, { cause: error });
   }
-  const unknown = isConnectionLoss(error) ? ' (connection lost: the outcome is unknown, read before retrying)' : '';
+  const unknown =
+    stage === 'read'
+      ? " while reading the session's state (nothing was written)"
+      : isConnectionLoss(error)
+        ? ' (connection lost: the outcome is unknown, read before retrying)'
+        : '';
   return new DurableEventStoreError('DURABLE_EVENT_WRITE_FAILED', `PostgreSQL ${what} failed${unknown}: ${message}`, {
     cause: error,
   });
 }
 
-function readFailure(error: unknown, what: string): unknown {
-  if (error instanceof DurableError) return error;
-  if (error instanceof Error && error.name === 'AbortError') return error;
+function readFailure(error: unknown, what: string, signal: AbortSignal | undefined): unknown {
+  if (passesThrough(error, signal)) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new DurableEventStoreError('DURABLE_EVENT_READ_FAILED', `PostgreSQL ${what} failed: ${message}`, { cause: error });
 }
@@ -601,12 +617,17 @@ export class PostgresDurableEventStore
 
   // ---- session state -----------------------------------------------------------------------
 
-  async #readState(sessionId: string, signal: AbortSignal | undefined): Promise<SessionState> {
+  /** Reads the session's row; a failure is what `failure` makes of it (a read failure by default). */
+  async #readState(
+    sessionId: string,
+    signal: AbortSignal | undefined,
+    failure: (error: unknown) => unknown = (error) => readFailure(error, 'state read', signal),
+  ): Promise<SessionState> {
     let rows: StateRow[];
     try {
       rows = await this.#query<StateRow>(this.#sql.readState, [sessionId], signal);
     } catch (error) {
-      throw readFailure(error, 'state read');
+      throw failure(error);
     }
     const state = parseStateRow(rows[0]);
     this.#remember(sessionId, state);
@@ -644,7 +665,7 @@ export class PostgresDurableEventStore
     for (let attempt = 0; attempt < MAX_OPTIMISTIC_ATTEMPTS; attempt++) {
       throwIfAborted(signal);
       if (state === undefined) {
-        state = await this.#readState(sessionId, signal);
+        state = await this.#readState(sessionId, signal, (error) => writeFailure(error, what, signal, 'read'));
         fresh = true;
       }
       let plan: P;
@@ -664,7 +685,7 @@ export class PostgresDurableEventStore
         if (isRetryableRollback(error)) next = null;
         else {
           this.#states.delete(sessionId);
-          throw writeFailure(error, what);
+          throw writeFailure(error, what, signal);
         }
       }
       if (next !== null) {
@@ -696,7 +717,7 @@ export class PostgresDurableEventStore
       });
     } catch (error) {
       this.#states.delete(sessionId);
-      throw writeFailure(error, what);
+      throw writeFailure(error, what, signal);
     }
   }
 
@@ -757,7 +778,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query(this.#sql.readPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     } catch (error) {
-      throw readFailure(error, 'read');
+      throw readFailure(error, 'read', options?.signal);
     }
     const headRow = rows.find((row) => row.head !== null);
     const headValue = headRow === undefined ? 0 : integer(headRow.head, 'head');
@@ -804,7 +825,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query(this.#sql.readHead, [id], options?.signal);
     } catch (error) {
-      throw readFailure(error, 'head read');
+      throw readFailure(error, 'head read', options?.signal);
     }
     const head = rows.length === 0 ? 0 : integer(rows[0]?.head, 'head');
     return head === 0 ? null : EventSequence(head);
@@ -821,7 +842,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query(this.#sql.findCommand, [id, commandId], options?.signal);
     } catch (error) {
-      throw readFailure(error, 'command lookup');
+      throw readFailure(error, 'command lookup', options?.signal);
     }
     const row = rows[0];
     if (row === undefined || row.first === null || row.last === null) return null;
@@ -849,7 +870,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query(this.#sql.readGlobal, [after, limit], options.signal);
     } catch (error) {
-      throw readFailure(error, 'global read');
+      throw readFailure(error, 'global read', options.signal);
     }
     const events = rows.map((row) => {
       const sequence = integer(row.sequence, 'sequence');
@@ -938,7 +959,7 @@ export class PostgresDurableEventStore
       try {
         rows = await this.#query<RecordRow>(this.#sql.readRecordState, [id, identity], signal);
       } catch (error) {
-        throw readFailure(error, 'durability read');
+        throw writeFailure(error, 'durability record', signal, 'read');
       }
       const row = rows[0];
       const exists = row?.ledger_head !== null && row?.ledger_head !== undefined;
@@ -959,7 +980,7 @@ export class PostgresDurableEventStore
         ], signal));
       } catch (error) {
         if (isRetryableRollback(error) || sqlState(error) === '23505') continue;
-        throw writeFailure(error, 'durability record');
+        throw writeFailure(error, 'durability record', signal);
       }
       if (count === 1) {
         const known = this.#states.get(id);
@@ -993,7 +1014,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query<RecordRow>(this.#sql.readRecordPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     } catch (error) {
-      throw readFailure(error, 'durability read');
+      throw readFailure(error, 'durability read', options?.signal);
     }
     const headValue = rows.length === 0 ? 0 : integer(rows[0]?.ledger_head, 'ledger_head');
     const head = headValue === 0 ? null : headValue;
@@ -1020,7 +1041,7 @@ export class PostgresDurableEventStore
     try {
       rows = await this.#query(this.#sql.readCheckpoint, [id], options?.signal);
     } catch (error) {
-      throw readFailure(error, 'checkpoint read');
+      throw readFailure(error, 'checkpoint read', options?.signal);
     }
     const head = rows[0];
     if (head === undefined) return null;
@@ -1078,7 +1099,7 @@ export class PostgresDurableEventStore
         await client.query(this.#sql.insertCheckpointChunk, [id, 0, data]);
       });
     } catch (error) {
-      throw writeFailure(error, 'checkpoint write');
+      throw writeFailure(error, 'checkpoint write', options?.signal);
     }
   }
 
