@@ -22,7 +22,8 @@ export interface StoreTestHooks {
 /** Options every store call accepts. */
 export interface DurableStoreCallOptions {
   /**
-   * Stops waiting; once aborted, no mutation starts. The call rejects with the signal's reason (an `AbortError`).
+   * Stops waiting; once aborted, no mutation starts. The call rejects with exactly the signal's reason
+   * (an `AbortError` when aborted without one; else whatever it is, e.g. the `TimeoutError` of `AbortSignal.timeout`).
    * A store removes the abort listeners it adds to this signal when the call settles: callers such
    * as the journal lend the same signal to their next call (never to two calls at once).
    */

@@ -135,7 +135,23 @@ describe('the harness catches broken stores', () => {
         });
       }),
     );
-    expect(failedChecks(error)).toEqual(['abort-append-writes-nothing']);
+    expect(failedChecks(error)).toEqual(['abort-append-writes-nothing', 'abort-rejects-with-signal-reason']);
+  });
+
+  it('rejects a store that reports an abort reason other than an AbortError as its own failure', async () => {
+    // What a store does that classifies errors by name: an abort whose reason is a TimeoutError
+    // or an Error is reported as a failed write.
+    const rewrap = (signal: AbortSignal | undefined) => (error: unknown): never => {
+      if (signal?.aborted !== true || error !== signal.reason || (error instanceof Error && error.name === 'AbortError')) throw error;
+      throw new DurableEventStoreError('DURABLE_EVENT_WRITE_FAILED', `append failed: ${String(error)}`, { cause: error });
+    };
+    const error = await failureOf(
+      manualClockOptions((clock) => {
+        const inner = new MemoryDurableEventStore({ clock });
+        return wrap(inner, { append: (sessionId, drafts, options) => inner.append(sessionId, drafts, options).catch(rewrap(options?.signal)) });
+      }),
+    );
+    expect(failedChecks(error)).toEqual(['abort-rejects-with-signal-reason']);
   });
 
   it('rejects a lease store that forgets its lease state', async () => {
