@@ -19,7 +19,8 @@
  * events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
  * timing: the test polls for states with deadlines only.
  *
- * The same restarted server then takes a 73 MiB body on `POST .../events`: with and without a
+ * On the same restarted server, the inspector page in Chromium answers an agent's pending
+ * permission (Allow goes through the agent, as `POST .../permissions/:id` does), and it takes a 73 MiB body on `POST .../events`: with and without a
  * Content-Length, it answers 413, and the next request on it is served.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,6 +30,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
+import { launchChromium } from '../inspector/browser.js';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const VARS = { ADMIN_TOKEN, TOKEN_SECRET: 'e2e-token-secret-0123456789abcdef' };
@@ -332,6 +334,33 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
       for (const subscriber of subscribers) subscriber.close();
     }
   }, 300_000);
+
+  it('lets the inspector page in Chromium allow a pending permission of the agent, which then finishes the run', async () => {
+    if (dev === undefined) {
+      const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
+      dirs.push(persistTo);
+      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+    }
+    const server = dev;
+    const sessionId = `e2e-inspect-${Date.now().toString(36)}`;
+    await api(server, 'POST', `/v1/sessions/${sessionId}/requests`, { commandId: 'cmd-inspect', input: 'permission' });
+    await poll(() => statusOf(server, sessionId), (s) => s.state === 'waiting_permission', 'waiting (inspector)');
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const pageUrl = `${server.url}/v1/sessions/${sessionId}/inspect`;
+      await page.goto(pageUrl);
+      await page.fill('#token', ADMIN_TOKEN);
+      await Promise.all([page.waitForURL(pageUrl), page.click('#sign-in')]);
+      await page.locator('.plan-item[data-kind="permission"] button.allow').click({ timeout: 20_000 });
+      await page.locator('#action-status.ok').waitFor({ timeout: 20_000 });
+      expect(await page.locator('#action-status').textContent()).toContain('resolve-permission: allow');
+    } finally {
+      await browser.close();
+    }
+    await poll(() => logOf(server, sessionId), (log) => log.some((e) => e.type === 'request_completed'), 'the allowed run to finish');
+    expect(await effectsOf(server, sessionId)).toEqual({ approved: 1 });
+  }, 120_000);
 
   it('answers 413 to a 73 MiB append, with and without a Content-Length, and serves the next request', async () => {
     if (dev === undefined) {
