@@ -3,7 +3,8 @@
  * real server-sent events, and the failures a provider meets in the field. What it answers is
  * chosen by the text of the request's last user message:
  *
- * - `weather ...`: a tool call (`get_weather`, arguments split across chunks) with usage, then, once
+ * - `weather ...` (or a message with the word ` weather `): a call of the request's weather tool
+ *   (`get_weather` unless it offers another, arguments split across chunks) with usage, then, once
  *   the request carries the tool result, a streamed text answer with usage;
  * - `error mid-stream`: two text chunks, then an error chunk (`{ "error": { ... } }`) and the end;
  * - `drop`: two text chunks, then the connection is destroyed (no finish, no `[DONE]`);
@@ -99,11 +100,14 @@ function answer(chat: ChatRequest, response: ServerResponse): void {
   let text: string[];
   let toolCalls: ToolCall[] = [];
   let usage: Usage;
-  if (said.startsWith('weather') && !hasToolResult) {
+  // The request's own weather tool (`get_weather`, `getWeather`, ...), if it offers one.
+  const weatherTool = chat.tools?.map((tool) => tool.function.name).find((name) => /weather/i.test(name)) ?? 'get_weather';
+  const aboutWeather = said.startsWith('weather') || said.includes(' weather ');
+  if (aboutWeather && !hasToolResult) {
     text = ['Let me check. '];
-    toolCalls = [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Paris"}' }];
+    toolCalls = [{ id: 'call_abc', name: weatherTool, arguments: '{"city":"Paris"}' }];
     usage = { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 };
-  } else if (said.startsWith('weather')) {
+  } else if (aboutWeather) {
     text = ['The weather ', 'in Paris ', 'is sunny.'];
     usage = { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 };
   } else {
