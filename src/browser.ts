@@ -5,3 +5,4 @@
  */
 export * from './index.js';
 export * from './client.js';
+export * from './agent-client/index.js';

@@ -58,6 +58,8 @@ export interface LocalWorkerOptions {
   vars?: Readonly<Record<string, string>>;
   /** Start a Worker of the caller's own even where a shared one runs. */
   own?: boolean;
+  /** Another wrangler config, e.g. a fixture Worker (implies a Worker of the caller's own). */
+  config?: string;
 }
 
 /** The shared Worker's URL when this file runs in the `http` project, else undefined. */
@@ -71,14 +73,14 @@ function sharedWorkerUrl(): string | undefined {
 
 /** Starts the Worker (or hands out the run's shared one); resolves once it accepts requests. */
 export async function startLocalWorker(options: LocalWorkerOptions = {}): Promise<LocalWorker> {
-  const shared = options.vars === undefined && options.own !== true ? sharedWorkerUrl() : undefined;
+  const shared = options.vars === undefined && options.own !== true && options.config === undefined ? sharedWorkerUrl() : undefined;
   if (shared !== undefined) return localWorkerAt(new URL(shared), async () => undefined);
   process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
   process.env['WRANGLER_SEND_METRICS'] = 'false';
   process.env['WRANGLER_HIDE_BANNER'] = 'true';
   const { unstable_startWorker } = await import('wrangler');
   const worker = await unstable_startWorker({
-    config: CONFIG_PATH,
+    config: options.config ?? CONFIG_PATH,
     envFiles: [],
     sendMetrics: false,
     bindings: {
