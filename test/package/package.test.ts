@@ -12,7 +12,10 @@
  *    `moduleResolution` `nodenext` and `bundler`, for Node and for Workers;
  * 4. a user's Worker (SessionObject subclass, the exported app when there is one) bundled by
  *    `wrangler deploy --dry-run`;
- * 5. publint (strict) and attw (ESM-only profile) on the tarball.
+ * 5. publint (strict) and attw (ESM-only profile) on the tarball;
+ * 6. the published package.json without the repository's scripts (scripts/publish-manifest.ts),
+ *    and every `@types/*` package the consumer's compile pulls in (for the shipped `.d.ts` or a
+ *    README snippet) named in the README.
  *
  * One pack and one install per project are shared by every test of this file. Entries declared in
  * `package.json` whose source has not landed yet are skipped with a warning.
@@ -26,6 +29,7 @@ import { packageEntries, type PackageEntry } from '../../scripts/package-entries
 import { checkPackedTarball } from '../../scripts/check-package.js';
 import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, runOk, type ConsumerManifest, type PackedPackage } from './harness.js';
 import { readmeSnippets } from './readme-snippets.js';
+import { BACKUP, publishedManifest, UNPUBLISHED_FIELDS } from '../../scripts/publish-manifest.js';
 import { startLocalWorker } from '../http/local-worker.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'package', 'fixtures');
@@ -107,6 +111,15 @@ describe('the tarball', () => {
     }
   });
 
+  it('ships a package.json without the repository scripts and leaves the repository one as it was', async () => {
+    const shipped = JSON.parse(await runOk('tar', ['-xzOf', packed.tarball, 'package/package.json'], { cwd: work })) as Record<string, unknown>;
+    for (const field of UNPUBLISHED_FIELDS) expect(shipped, field).not.toHaveProperty(field);
+    const repository = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(repository['scripts'], 'postpack restored the repository manifest').toMatchObject({ prepare: expect.any(String), start: expect.any(String) });
+    expect(existsSync(BACKUP), BACKUP).toBe(false);
+    expect(shipped).toEqual(publishedManifest(repository));
+  });
+
   it('passes publint (strict) and attw (ESM-only profile)', async () => {
     const result = await checkPackedTarball(packed.tarball);
     expect(result.ok, result.report).toBe(true);
@@ -114,7 +127,7 @@ describe('the tarball', () => {
 });
 
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const checked = new Map<string, Promise<void>>();
+const checked = new Map<string, Promise<string>>();
 let sourcesWritten = false;
 
 /** Writes the generated consumer sources (every present entry, README snippets, the Worker). */
@@ -124,21 +137,25 @@ function writeConsumerSources(): void {
     .map((entry, index) => `import * as entry${index} from '${entry.specifier}';\nexport { entry${index} };`);
   writeFileSync(path.join(app, 'src', 'all-entries.ts'), `${lines.join('\n')}\n`);
   mkdirSync(path.join(app, 'snippets'), { recursive: true });
-  for (const snippet of readmeSnippets().filter((s) => s.runner === 'node' || s.runner === 'client')) {
+  for (const snippet of readmeSnippets().filter((s) => s.runner === 'node' || s.runner === 'client' || s.runner === 'compile')) {
     writeFileSync(path.join(app, 'snippets', `${snippet.name}.ts`), snippet.code);
   }
   prepareWorker();
 }
 
-/** Runs tsc on `tsconfig.<program>.json` in the consumer once per file run; fails with its output. */
-function typeCheck(program: string): Promise<void> {
+/**
+ * Runs tsc on `tsconfig.<program>.json` in the consumer once per file run; fails with its output.
+ * Resolves to the list of the files the program read (`--listFiles`).
+ */
+function typeCheck(program: string): Promise<string> {
   let pending = checked.get(program);
   if (pending === undefined) {
     pending = (async () => {
       if (!sourcesWritten) writeConsumerSources();
       sourcesWritten = true;
-      const result = await run(process.execPath, [TSC, '-p', `tsconfig.${program}.json`], { cwd: app, env: offlineEnv(), timeoutMs: 120_000 });
+      const result = await run(process.execPath, [TSC, '-p', `tsconfig.${program}.json`, '--listFiles'], { cwd: app, env: offlineEnv(), timeoutMs: 120_000 });
       if (result.code !== 0) throw new Error(`tsc -p tsconfig.${program}.json failed:\n${result.output}`);
+      return result.output;
     })();
     checked.set(program, pending);
   }
@@ -297,6 +314,18 @@ function prepareWorker(): void {
 describe('TypeScript consumer (strict, exactOptionalPropertyTypes)', () => {
   it('type-checks the Node consumer and the README snippets, nodenext, shipped .d.ts included', async () => {
     await typeCheck('node.nodenext');
+  }, 120_000);
+
+  it('names in the README every @types package the Node consumer needs (for the shipped .d.ts or a snippet)', async () => {
+    const files = await typeCheck('node.nodenext');
+    // `types: ["node"]` loads @types/node by itself; any other @types package is read only because
+    // a shipped declaration or a README snippet imports its module.
+    const needed = new Set([...files.matchAll(/node_modules\/(@types\/[^/]+)\//g)].map((match) => match[1] ?? ''));
+    needed.delete('@types/node');
+    for (const name of Object.keys(packed.manifest.dependencies ?? {})) needed.delete(name); // installed with the package
+    expect([...needed].sort()).toEqual(expect.arrayContaining(['@types/pg', '@types/ws']));
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    for (const name of needed) expect(readme.includes(`\`${name}\``), `README names ${name}`).toBe(true);
   }, 120_000);
 
   it('type-checks the user Worker with the Workers types, nodenext, shipped .d.ts included', async () => {

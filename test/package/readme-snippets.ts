@@ -13,6 +13,8 @@
  *   empty directory. Each `expect` value (separated by `|`) must appear in its output.
  * - `run=client`: like `node`, against a Worker the test starts (`AGENT_LEDGER_URL`,
  *   `AGENT_LEDGER_TOKEN` in the environment).
+ * - `run=compile`: a TypeScript program compiled like `node` snippets but not run, for code that
+ *   needs a service the test does not start (a PostgreSQL server).
  * - `run=sh`: shell lines, run with bash in the repository (only commands safe to run in a test).
  * - `run=worker`: a Worker module, type-checked with the Workers types.
  *
@@ -25,7 +27,7 @@ import path from 'node:path';
 import { ROOT } from './harness.js';
 
 /** How a snippet is exercised. */
-export type SnippetRunner = 'node' | 'client' | 'sh' | 'worker';
+export type SnippetRunner = 'node' | 'client' | 'compile' | 'sh' | 'worker';
 
 /** One marked code block of the README. */
 export interface ReadmeSnippet {
@@ -46,7 +48,7 @@ export interface ReadmeBlock {
   marker: string | undefined;
 }
 
-const RUNNERS: readonly SnippetRunner[] = ['node', 'client', 'sh', 'worker'];
+const RUNNERS: readonly SnippetRunner[] = ['node', 'client', 'compile', 'sh', 'worker'];
 
 /** Every fenced block of `markdown` (default: the README). */
 export function readmeBlocks(markdown: string = readFileSync(path.join(ROOT, 'README.md'), 'utf8')): ReadmeBlock[] {
