@@ -73,7 +73,7 @@ function tappedStream<P extends TappedPart>(stream: ReadableStream<P>, tap: (par
         get closed(): Promise<unknown> {
           return reader.closed;
         },
-        read: (): Promise<ReadableStreamReadResult<P>> =>
+        read: () =>
           reader.read().then((next) => {
             if (!next.done) tap(next.value);
             return next;
