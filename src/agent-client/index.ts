@@ -31,3 +31,13 @@ export type {
   SubscriberToolProgressFrame,
   TransientSubscriberFrame,
 } from '../protocol/frames.js';
+export {
+  AgentChatTransport,
+  createAgentChatTransport,
+  type AgentChatTransportOptions,
+  type AgentReconnectToStreamOptions,
+  type AgentSendMessagesOptions,
+  type AgentUIMessageChunk,
+  type AgentUIMessageLike,
+  type AgentUIPartLike,
+} from './chat-transport.js';
