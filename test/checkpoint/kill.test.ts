@@ -18,6 +18,7 @@ import type { DurableEventStore } from '../../src/core/store.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { appendCycles } from './lifecycle-log.js';
 import { sized } from '../deep.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -35,7 +36,7 @@ function open(backend: Backend, location: string): DurableEventStore & { close?:
 
 /** Runs the writer until it announced `begins` writes, kills it with SIGKILL; returns what it printed. */
 async function killDuringWrite(args: string[], begins: number): Promise<{ begun: number[]; wrote: number[]; signal: string | null }> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures', 'checkpoint-writer.ts'), ...args], {
+  const child: ChildProcess = spawn(process.execPath, [...tsChildArgs(path.join(here, 'fixtures', 'checkpoint-writer.ts')), ...args], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

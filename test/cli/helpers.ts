@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { tsChildArgs } from '../ts-child.js';
 
 /** Repository root. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -26,9 +27,9 @@ export function tempDir(prefix = 'agent-ledger-cli-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
 }
 
-/** Arguments that run the CLI from source with tsx. */
+/** Arguments that run the CLI from source (bundled once per test process, see test/ts-child.ts) or built. */
 export function cliCommand(args: readonly string[], entry: 'source' | 'built' = 'source'): string[] {
-  return entry === 'built' ? [CLI_BUILT, ...args] : ['--import', 'tsx', CLI_SOURCE, ...args];
+  return entry === 'built' ? [CLI_BUILT, ...args] : [...tsChildArgs(CLI_SOURCE), ...args];
 }
 
 /** Starts the CLI; the caller owns the child. */

@@ -20,6 +20,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import { createAgentRuntime } from '../../src/core/runtime/agent-runtime.js';
 import { mountTwoStepTool, TWO_STEP_AGENT, TWO_STEP_TOOL } from './fixtures/two-step-tool.js';
 import { newSessionId } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -61,7 +62,7 @@ interface ChildResult {
 }
 
 function runChild(args: string[]): Promise<ChildResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...tsChildArgs(fixture), ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -16,6 +16,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import type { DurableCheckpointOutcome } from '../../src/core/checkpoint/index.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { appendCycles } from '../checkpoint/lifecycle-log.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -36,7 +37,7 @@ function open(backend: Backend, location: string): JsonlDurableEventStore | Sqli
 function openInChild(backend: Backend, location: string, sessionId: string): Promise<ChildResult> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(here, 'fixtures', 'open-and-exit.ts'), backend, location, sessionId, String(PERIOD)],
+    [...tsChildArgs(path.join(here, 'fixtures', 'open-and-exit.ts')), backend, location, sessionId, String(PERIOD)],
     { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { JsonlDurableEventStore, type JsonlDurableEventStoreOptions } from '../../src/advanced.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../src/protocol/events.js';
 import { RequestId } from '../../src/protocol/ids.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -51,7 +52,7 @@ export function faultyStore(
 
 /** Starts `test/jsonl/fixtures/<name>.ts` in a new Node process (through tsx). */
 export function startFixture(name: string, args: string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures', `${name}.ts`), ...args], {
+  return spawn(process.execPath, [...tsChildArgs(path.join(here, 'fixtures', `${name}.ts`)), ...args], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -26,7 +27,7 @@ export interface Holder {
 
 /** Starts a lease holder with `config` (see the fixture's `HolderConfig`). */
 export function startHolder(config: Record<string, unknown>): Holder {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures', 'lease-holder.ts'), JSON.stringify(config)], {
+  const child = spawn(process.execPath, [...tsChildArgs(path.join(here, 'fixtures', 'lease-holder.ts')), JSON.stringify(config)], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDurableEventStore } from '../../src/postgres.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { dropSchema, freshSchema, postgresUrl, readAll } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const url = postgresUrl();
 const schema = freshSchema('processes');
@@ -37,7 +38,7 @@ afterAll(async () => {
 });
 
 function startWorker(mode: 'race' | 'lease', config: Record<string, unknown>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', workerFile, mode, JSON.stringify({ url, schema, ...config })], {
+  const child = spawn(process.execPath, [...tsChildArgs(workerFile), mode, JSON.stringify({ url, schema, ...config })], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

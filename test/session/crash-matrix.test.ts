@@ -28,6 +28,7 @@ import {
 } from '../../src/index.js';
 import { resumeSession, SAFE_RECOVERY_POLICY, type SessionRecoveryPolicy } from '../../src/session.js';
 import { decisions, effectRuns, matrixOptions, resetAgentFiles, SESSION_ID, USER_INPUT } from './fixtures/matrix-agent.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -75,7 +76,7 @@ function openStore(backend: Backend, dir: string): DurableEventStore {
 
 function runChild(backend: Backend, dir: string, killAt: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, backend, dir, String(killAt)], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...tsChildArgs(CHILD), backend, dir, String(killAt)], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

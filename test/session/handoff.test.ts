@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteDurableEventStore } from '../../src/advanced.js';
 import { SessionId } from '../../src/index.js';
 import { readAll, types } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -33,7 +34,7 @@ interface Worker {
 }
 
 function start(mode: 'source' | 'successor', dir: string): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, mode, dir], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...tsChildArgs(CHILD), mode, dir], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   const lines: Array<Record<string, unknown>> = [];
   const wakers = new Set<() => void>();
   let buffer = '';

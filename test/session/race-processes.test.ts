@@ -15,6 +15,7 @@ import { projectDurableSession, SessionId } from '../../src/index.js';
 import { createSession } from '../../src/session.js';
 import { chargeRuns, openRaceStore, RACE_SESSION_ID, raceOptions, type RaceBackend } from './fixtures/race-agent.js';
 import { crashAfter, readAll, types } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -31,7 +32,7 @@ interface ChildLine {
 
 function runChild(backend: RaceBackend, dir: string, name: string): Promise<ChildLine> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, backend, dir, name, '2'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...tsChildArgs(CHILD), backend, dir, name, '2'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

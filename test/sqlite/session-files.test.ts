@@ -26,6 +26,7 @@ import {
 } from '../../src/conformance/index.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { tempDir } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const tmp = tempDir('agent-ledger-session-files-');
@@ -39,7 +40,7 @@ afterAll(() => tmp.cleanup());
 
 /** Starts a process that takes `file`'s write lock, and pauses it (SIGSTOP) once it holds it. */
 async function pausedWriter(file: string): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures', 'hold-write-lock.ts'), file], {
+  const child = spawn(process.execPath, [...tsChildArgs(path.join(here, 'fixtures', 'hold-write-lock.ts')), file], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { readAll, tempDir } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/append-loop.ts', import.meta.url));
 
@@ -25,7 +26,7 @@ interface Writer {
 }
 
 function startWriter(file: string, session: string, label: string, batches: number, perBatch: number): Writer {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, file, session, label, String(batches), String(perBatch)], {
+  const child = spawn(process.execPath, [...tsChildArgs(FIXTURE), file, session, label, String(batches), String(perBatch)], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const acks: Ack[] = [];
