@@ -42,3 +42,60 @@ describe('the demo agent of npm start', () => {
     ws?.close(1000);
   });
 });
+
+describe('the demo agent save_note tool', () => {
+  const base = 'http://agent-ledger.test';
+  const auth = { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' };
+  interface LoggedEvent { type: string; data: Record<string, unknown> }
+
+  async function events(sessionId: string): Promise<LoggedEvent[]> {
+    const response = await exports.default.fetch(`${base}/v1/sessions/${sessionId}/events?limit=1000`, { headers: auth });
+    return ((await response.json()) as { events: LoggedEvent[] }).events;
+  }
+
+  async function until(sessionId: string, type: string): Promise<LoggedEvent[]> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const log = await events(sessionId);
+      if (log.some((event) => event.type === type)) return log;
+      if (Date.now() > deadline) throw new Error(`no ${type} in ${log.map((event) => event.type).join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async function ask(sessionId: string, decision: 'allow' | 'deny'): Promise<LoggedEvent[]> {
+    const sent = await exports.default.fetch(`${base}/v1/sessions/${sessionId}/requests`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ commandId: 'note-1', input: 'note: <b>buy</b> milk' }),
+    });
+    expect(sent.status).toBe(202);
+    const waiting = await until(sessionId, 'permission_requested');
+    const requested = waiting.find((event) => event.type === 'permission_requested');
+    expect(requested?.data).toMatchObject({ toolName: 'save_note', message: 'Save the note "<b>buy</b> milk"?' });
+    expect(waiting.some((event) => event.type === 'tool_started')).toBe(false);
+    const answered = await exports.default.fetch(`${base}/v1/sessions/${sessionId}/permissions/${String(requested?.data['permissionRequestId'])}`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ decision }),
+    });
+    expect(answered.status).toBeLessThan(300);
+    return until(sessionId, 'request_completed');
+  }
+
+  it('asks first, then records the note once and answers with it', async () => {
+    const log = await ask(`note-${crypto.randomUUID()}`, 'allow');
+    const completed = log.find((event) => event.type === 'tool_completed');
+    expect(JSON.stringify(completed?.data)).toContain('<b>buy</b> milk');
+    expect(log.filter((event) => event.type === 'tool_started')).toHaveLength(1);
+    const last = log.filter((event) => event.type === 'model_request_completed').at(-1);
+    expect(JSON.stringify(last?.data)).toContain('Saved your note: \\"<b>buy</b> milk\\".');
+  });
+
+  it('runs nothing when the person denies', async () => {
+    const log = await ask(`note-${crypto.randomUUID()}`, 'deny');
+    expect(log.some((event) => event.type === 'tool_started')).toBe(false);
+    const last = log.filter((event) => event.type === 'model_request_completed').at(-1);
+    expect(JSON.stringify(last?.data)).toContain('The note was not saved.');
+  });
+});
