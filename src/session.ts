@@ -12,7 +12,16 @@
  * const result = await session.run('What is 2 + 3?');
  * console.log(result.output);
  */
-export { createSession, resumeSession, SAFE_RECOVERY_POLICY, defineTool, recoveryPlanOf } from './session/session.js';
+export {
+  createSession,
+  resumeSession,
+  SAFE_RECOVERY_POLICY,
+  AUTO_RECOVERY_POLICY,
+  MAX_MODEL_RECALLS_PER_TURN,
+  recallModelOnUnknownOutcome,
+  defineTool,
+  recoveryPlanOf,
+} from './session/session.js';
 export { createScriptedModel } from './session/scripted-model.js';
 export type * from './session/types.js';
 export type * from './session/scripted-model-types.js';

@@ -10,10 +10,13 @@
  *   `DurableSessionRecoveryRequiredError` carrying the plan.
  * `applyRecoveryPolicy` repeats that until the Session can run, refreshing the journal after each
  * coordinator command. Nothing here re-runs a non_idempotent tool or re-issues a model call whose
- * outcome is unknown: those only move on with an outcome a policy callback states.
+ * outcome is unknown: those only move on with an outcome a policy callback states
+ * (`recallModelOnUnknownOutcome` / `AUTO_RECOVERY_POLICY` state one for model calls).
  */
 import { DurableSessionRecoveryCoordinator } from '../core/recovery/coordinator.js';
-import type { DurableActiveRequestView, DurableRecoveryPlan } from '../core/projector/projection-types.js';
+import { entriesOf } from '../core/projector/frozen-data.js';
+import type { DurableActiveRequestView, DurableModelAttemptView, DurableRecoveryPlan } from '../core/projector/projection-types.js';
+import type { DurableModelOutcome } from '../core/recovery/coordinator-types.js';
 import type { DurableExecutionLeaseStore } from '../core/store.js';
 import {
   DurableSessionRecoveryRequiredError,
@@ -44,6 +47,43 @@ export const SAFE_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.free
   resumeTurn: 'rollover_or_in_place',
   continueAfterToolTurn: true,
   resolvePermissions: 'ask',
+});
+
+/**
+ * Most model attempts of one Turn that {@link recallModelOnUnknownOutcome} records as cut off by
+ * a restart: a model call that takes the process down every time parks after this many.
+ */
+export const MAX_MODEL_RECALLS_PER_TURN = 3;
+
+/**
+ * A `reconcileModelOutcome` callback that needs no person: the started model call whose outcome
+ * is unknown is recorded as cut off (`model_request_aborted`, reason `process_restart`), and the
+ * Session calls the model again as a new attempt. The cut-off call may have completed at the
+ * provider and been billed: this accepts a possibly billed duplicate call in exchange for an
+ * answer that continues by itself. After {@link MAX_MODEL_RECALLS_PER_TURN} such attempts in one
+ * Turn it answers `undefined` (the Session parks with `reconcile_model_outcome`).
+ */
+export function recallModelOnUnknownOutcome(
+  attempt: DurableModelAttemptView,
+  context: SessionRecoveryContext,
+): DurableModelOutcome | undefined {
+  void attempt;
+  const turn = context.request?.activeTurn;
+  const recalled = turn === null || turn === undefined ? 0 : entriesOf(turn.modelAttempts).filter((a) => a.status === 'aborted' && a.reason === 'process_restart').length;
+  if (recalled >= MAX_MODEL_RECALLS_PER_TURN) return undefined;
+  return { status: 'aborted', reason: 'process_restart' };
+}
+
+/**
+ * {@link SAFE_RECOVERY_POLICY} plus {@link recallModelOnUnknownOutcome}: a crash inside a model
+ * call continues without an operator (the cut-off attempt is recorded, the model is called again;
+ * with `rollover_or_in_place`, in the continuation Request the rollover accepts). Started
+ * `non_idempotent` tools with an unknown outcome still park for a person
+ * (`reconcile_tool_outcomes`), as do the other callbacks this policy leaves unset.
+ */
+export const AUTO_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.freeze({
+  ...SAFE_RECOVERY_POLICY,
+  reconcileModelOutcome: recallModelOnUnknownOutcome,
 });
 
 /** The plan a `DurableSessionRecoveryRequiredError` carries (`undefined` for other errors). */

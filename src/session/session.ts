@@ -30,7 +30,7 @@ import { commit, ExecutionStopped, selectionOf, type SessionCore, type SessionSe
 import { FrameHub } from './frames.js';
 import { HistoryProjection } from './history.js';
 import { isSessionLanguageModel, unsupportedModelMessage } from './model-port.js';
-import { applyRecoveryPolicy, recoveryPlanOf, SAFE_RECOVERY_POLICY } from './recovery.js';
+import { applyRecoveryPolicy, AUTO_RECOVERY_POLICY, MAX_MODEL_RECALLS_PER_TURN, recallModelOnUnknownOutcome, recoveryPlanOf, SAFE_RECOVERY_POLICY } from './recovery.js';
 import { driveRequest } from './request-driver.js';
 import { SentRequests, snapshotKey, steerIdentity } from './request-ids.js';
 import { RequestRun, type PendingSteer } from './run.js';
@@ -53,7 +53,7 @@ import type {
   SessionTool,
 } from './types.js';
 
-export { SAFE_RECOVERY_POLICY, recoveryPlanOf };
+export { SAFE_RECOVERY_POLICY, AUTO_RECOVERY_POLICY, MAX_MODEL_RECALLS_PER_TURN, recallModelOnUnknownOutcome, recoveryPlanOf };
 
 /** Default `maxTurns` of a Request. */
 export const DEFAULT_MAX_TURNS = 20;
