@@ -24,7 +24,7 @@ import { readmeBlocks, type ReadmeBlock } from '../package/readme-snippets.js';
 import { startChatServer, type ChatServer } from './chat-server.js';
 import { readAll, types } from './helpers.js';
 
-const PROVIDER_IMPORT = /from '(@ai-sdk\/(?!provider')[^']+|workers-ai-provider)'/;
+const PROVIDER_IMPORT = /from '(@ai-sdk\/(?!(?:provider|react|svelte|vue)')[^']+|workers-ai-provider)'/; // providers, not the UI bindings
 
 interface DocExample extends ReadmeBlock {
   doc: string;
