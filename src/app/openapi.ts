@@ -14,8 +14,8 @@
  *    cannot derive, get their documented shape from {@link CUSTOM_SCHEMAS}.
  * 3. The document passes Redocly's `recommended` lint ruleset with no problem (test/http/openapi.test.ts):
  *    one relative server (`/`, the Worker serving the document), a license, a description for
- *    every tag ({@link TAG_DESCRIPTIONS}), a 2xx (or `default`) and a 4xx response per operation;
- *    the only exceptions are the inspector's two static assets, which have no client error.
+ *    every tag ({@link TAG_DESCRIPTIONS}), a 2xx (or `default`) and a 4xx response per operation
+ *    (the inspector's static assets, which take no query, document the 400 of the query check).
  */
 import { z } from 'zod';
 import {

@@ -8,6 +8,8 @@
  * API: a browser cannot put a bearer token on a page navigation, so the token is posted once to
  * `.../inspect/login` and kept in an HttpOnly, SameSite=Strict cookie scoped to the page's path.
  * The cookie is read only by these routes; every other route still takes bearer tokens only.
+ * The two static assets are declared through route-kit (`defineRoute`), so they refuse a query
+ * parameter with 400 like the JSON routes before the inspector app serves the file.
  *
  * Scopes: the admin token may do everything, including fork; a session token opens only its
  * session and gets the page actions its scopes allow (`read` to see, `recover` to answer a
@@ -30,7 +32,7 @@ import { DurableEventStoreError, type DurableErrorCode } from '../../protocol/er
 import type { SessionId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
 import { callObject, sessionObject } from '../session-rpc.js';
-import type { AppContext, RouteDefinition, RouteSpec } from '../route-kit.js';
+import { defineRoute, type AppContext, type RouteDefinition, type RouteSpec } from '../route-kit.js';
 
 const SCOPE_MAP: Readonly<Record<string, InspectorScope>> = {
   read: 'read',
@@ -118,6 +120,27 @@ const sessionAccess = { kind: 'session', scope: 'read' } as const;
 
 function route(spec: RouteSpec): RouteDefinition {
   return { spec, run: forward };
+}
+
+/**
+ * A static asset of the page. Declared through route-kit like the JSON routes (not handed over
+ * whole like the page routes): it takes no query, so an unknown or repeated query parameter is
+ * refused with the same 400 `DURABLE_EVENT_INVALID_INPUT` problem, and the document lists that
+ * 400; the inspector app then serves the file with its headers.
+ */
+function asset(file: string, operationId: string, summary: string, what: string, contentType: string): RouteDefinition {
+  return defineRoute({
+    method: 'get',
+    path: `/inspector/assets/${file}`,
+    operationId,
+    summary,
+    description: 'Takes no query parameter: an unknown or repeated one is refused with 400.',
+    tags: ['inspector'],
+    access: { kind: 'public' },
+    extraResponses: [{ status: HttpStatus.OK, description: what, contentType }],
+    errors: [],
+    handle: ({ c }) => forward(c),
+  });
 }
 
 /** The inspector routes. */
@@ -213,25 +236,7 @@ export function inspectRoutes(): RouteDefinition[] {
       extraResponses: [{ status: HttpStatus.OK, description: '`{ ok: true, message, fork }`', contentType: 'application/json' }],
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_CORRUPT_LOG', 'DURABLE_EVENT_SEQUENCE_CONFLICT'],
     }),
-    route({
-      method: 'get',
-      path: '/inspector/assets/inspector.js',
-      operationId: 'inspectorScript',
-      summary: "The inspector page's script (static)",
-      tags: ['inspector'],
-      access: { kind: 'public' },
-      extraResponses: [{ status: HttpStatus.OK, description: 'JavaScript', contentType: 'text/javascript' }],
-      errors: [],
-    }),
-    route({
-      method: 'get',
-      path: '/inspector/assets/inspector.css',
-      operationId: 'inspectorStylesheet',
-      summary: "The inspector page's stylesheet (static)",
-      tags: ['inspector'],
-      access: { kind: 'public' },
-      extraResponses: [{ status: HttpStatus.OK, description: 'CSS', contentType: 'text/css' }],
-      errors: [],
-    }),
+    asset('inspector.js', 'inspectorScript', "The inspector page's script (static)", 'JavaScript', 'text/javascript'),
+    asset('inspector.css', 'inspectorStylesheet', "The inspector page's stylesheet (static)", 'CSS', 'text/css'),
   ];
 }
