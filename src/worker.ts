@@ -38,6 +38,7 @@ export {
   AGENT_WATCH_MS,
   DEFAULT_AGENT_LEASE_TTL_MS,
   EDGE_RECOVERY_POLICY,
+  EDGE_AUTO_RECOVERY_POLICY,
   OBJECT_LEASE_OWNER_PREFIX,
 } from './adapters/durable-object/object/agent-host.js';
 export type {

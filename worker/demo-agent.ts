@@ -14,6 +14,7 @@
  */
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
+import { EDGE_AUTO_RECOVERY_POLICY } from '../src/adapters/durable-object/object/agent-host.js';
 import { createScriptedModel } from '../src/session/scripted-model.js';
 import type { ScriptedModelStep } from '../src/session/scripted-model-types.js';
 import { defineTool } from '../src/session/session.js';
@@ -73,6 +74,8 @@ export function demoAgent(): SessionAgentMount {
       betweenParts: () => new Promise((resolve) => setTimeout(resolve, DEMO_PART_DELAY_MS)),
     }),
     system: 'You are the agent-ledger demo agent.',
+    // A restart or eviction mid answer calls the model again instead of parking for an operator (docs/edge-agents.md).
+    recoveryPolicy: EDGE_AUTO_RECOVERY_POLICY,
     tools: {
       word_stats: defineTool({
         description: 'Counts the words and letters of a text.',

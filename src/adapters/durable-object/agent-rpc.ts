@@ -43,8 +43,9 @@ export interface SessionAgentMount {
    * What the object does with a recovery plan after an eviction or crash (default
    * `EDGE_RECOVERY_POLICY`: resume never-started requests, continue an interrupted turn in place —
    * retrying pure/idempotent tools, asking pending permissions again — and continue a reconciled
-   * turn). Whatever it says, a non_idempotent tool
-   * or a model call with an unknown outcome is parked for a decision, never replayed.
+   * turn). Whatever it says, a non_idempotent tool with an unknown outcome is parked for a
+   * decision, never replayed; a model call with an unknown outcome too, unless the policy answers
+   * it (`EDGE_AUTO_RECOVERY_POLICY` records it as cut off and calls the model again).
    */
   recoveryPolicy?: SessionRecoveryPolicy;
   /** Execution lease TTL the object holds while it runs the session (default 30 s, renewed). */

@@ -15,11 +15,12 @@
  *    runs one instance of an object at a time, so that one is gone), which bumps the fencing
  *    token: a late commit of the old instance carries the old fence and is refused.
  * 3. Recovery: a new instance with work left (the `agent_meta` row `active`) calls
- *    `resumeSession` with the mount's recovery policy (default `SAFE_RECOVERY_POLICY`) from its
- *    constructor and from the alarm. A plan the policy may not act on (an unknown model outcome,
- *    a started non_idempotent tool...) parks the host (`needs_recovery`, with the plan): nothing is
- *    replayed; the plan is on the projection route, and a recovery operation through the object
- *    (`recover`) wakes the host to try again.
+ *    `resumeSession` with the mount's recovery policy (default `EDGE_RECOVERY_POLICY`) from its
+ *    constructor and from the alarm. A plan the policy may not act on (an unknown model outcome
+ *    unless the mount asks for `EDGE_AUTO_RECOVERY_POLICY`, a started non_idempotent tool...)
+ *    parks the host (`needs_recovery`, with the plan): nothing is replayed; the plan is on the
+ *    projection route, and a recovery operation through the object (`recover`) wakes the host to
+ *    try again.
  * 4. Permissions: the Session's permission callback returns a stored answer
  *    (`agent_permissions`) or waits for one; while it waits the watchdog is removed (nothing is
  *    due until a human answers). `answerPermission` stores the answer (first answer wins), re-arms
@@ -51,7 +52,7 @@ import type {
 } from '../agent-rpc.js';
 import type { SqlDurableEventStore } from '../../sql/sql-store.js';
 import type { DurableRecoveryPlan } from '../../../core/projector/projection-types.js';
-import { createSession, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../../../session/session.js';
+import { createSession, recallModelOnUnknownOutcome, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../../../session/session.js';
 import type {
   Session,
   SessionIdKind,
@@ -83,6 +84,18 @@ import { TIMER_KINDS, type TimerTable } from './timers.js';
 export const EDGE_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.freeze({
   ...SAFE_RECOVERY_POLICY,
   resumeTurn: 'in_place',
+});
+
+/**
+ * {@link EDGE_RECOVERY_POLICY} plus `recallModelOnUnknownOutcome`, for a mount that asks for it
+ * (`recoveryPolicy: EDGE_AUTO_RECOVERY_POLICY`): a model call cut off by an eviction or a restart
+ * is recorded as `model_request_aborted` (`process_restart`) and the model is called again as a
+ * new attempt of the same Request and Turn, so the answer continues without an operator (at the
+ * price of a possibly billed duplicate call). A started non_idempotent tool still parks.
+ */
+export const EDGE_AUTO_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object.freeze({
+  ...EDGE_RECOVERY_POLICY,
+  reconcileModelOutcome: recallModelOnUnknownOutcome,
 });
 
 /** How often the alarm checks on a running agent (an eviction is noticed within this). */
