@@ -17,13 +17,18 @@
  * Pass 2 also audits the session's stored projection checkpoint, when the store keeps one, at its
  * sequence (`core/checkpoint/audit.ts`): a checkpoint an open would trust but whose digest, fold
  * state, command index or ID filter differs from the fold is a defect; one an open would discard
- * is a note.
+ * is a note. On a store that keeps per-event digests (`DurableEventDigestStore`: SQLite, Durable
+ * Object storage, PostgreSQL), pass 2 recomputes each served event's digest and compares it with
+ * the one stored with its row: a difference is a defect at that sequence, wherever the checkpoint
+ * stands. Rows written before the store kept digests (a prefix of the log) are a note; a row
+ * without a digest after one with a digest was written around the store, a defect.
  */
 import { createReadStream, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { durabilityIdentity } from '../core/durability/ledger-engine.js';
 import { decodeDurabilityRecord } from '../core/durability/ledger-validation.js';
 import { CheckpointAudit, type CheckpointAuditResult } from '../core/checkpoint/audit.js';
+import { eventDigest, isEventDigestStore, type DurableEventDigestStore } from '../core/checkpoint/event-digest.js';
 import { DurableSessionProjector } from '../core/projector/projector.js';
 import type { DurableEventStore } from '../core/store.js';
 import { isDurableError } from '../protocol/errors.js';
@@ -53,6 +58,76 @@ export interface VerifyReport {
   notes: string[];
   /** The audit of the stored projection checkpoint (absent when the store keeps none). */
   checkpoint?: { sequence: number; status: CheckpointAuditResult['status'] };
+  /**
+   * Per-event digests (absent when the store keeps none): events whose stored digest was
+   * compared, and events whose row has none.
+   */
+  eventDigests?: { checked: number; missing: number };
+}
+
+/** Compares each served event with the digest stored with its row (pass 2, page by page). */
+class EventDigestCheck {
+  checked = 0;
+  /** First and last event of the leading run of rows without a digest. */
+  missingFrom = 0;
+  missingTo = 0;
+  #firstChecked = 0;
+  #lastChecked = 0;
+  #mismatches = 0;
+
+  constructor(
+    readonly store: DurableEventDigestStore,
+    readonly sessionId: SessionId,
+  ) {}
+
+  /** Checks `events` (one page, contiguous), adding defects to `report`. */
+  async page(events: readonly DurableEventEnvelope[], report: VerifyReport): Promise<void> {
+    const first = events[0];
+    if (first === undefined) return;
+    const rows = await this.store.readEventDigests(this.sessionId, { after: first.sequence - 1, limit: events.length });
+    const stored = new Map(rows.map((row) => [row.sequence, row.digest]));
+    for (const event of events) {
+      const digest = stored.get(event.sequence) ?? null;
+      const where = `sequence ${event.sequence}`;
+      if (digest === null) {
+        if (this.checked > 0) {
+          report.defects.push({
+            where,
+            sequence: event.sequence,
+            message: `the row has no stored digest, though earlier rows have one: it was written around the store (or its digest removed)`,
+          });
+        } else {
+          if (this.missingFrom === 0) this.missingFrom = event.sequence;
+          this.missingTo = event.sequence;
+        }
+        continue;
+      }
+      if (this.#firstChecked === 0) this.#firstChecked = event.sequence;
+      this.#lastChecked = event.sequence;
+      this.checked += 1;
+      if (digest !== eventDigest(event)) {
+        this.#mismatches += 1;
+        report.defects.push({
+          where,
+          sequence: event.sequence,
+          message: `${event.type} is not the event that was appended (per-event digest mismatch): its row was changed after it was written`,
+        });
+      }
+    }
+  }
+
+  /** Adds what the digests covered to `report`. */
+  finish(report: VerifyReport): void {
+    const missing = this.missingFrom === 0 ? 0 : this.missingTo - this.missingFrom + 1;
+    report.eventDigests = { checked: this.checked, missing };
+    if (missing > 0) {
+      const range = missing === 1 ? `event ${this.missingFrom} has` : `events ${this.missingFrom}-${this.missingTo} have`;
+      report.notes.push(`${range} no stored per-event digest (written before the store kept digests): an edit of them is seen only at or before the latest checkpoint`);
+    }
+    if (this.checked > 0 && this.#mismatches === 0) {
+      report.notes.push(`per-event digests match for events ${this.#firstChecked}-${this.#lastChecked}`);
+    }
+  }
 }
 
 /** Progress callback: events checked so far and the expected total. */
@@ -192,6 +267,8 @@ export async function verifyThroughStore(
   let last: DurableEventEnvelope | undefined;
   let count = 0;
   let audit: CheckpointAudit | null = null;
+  let digests = isEventDigestStore(store) ? new EventDigestCheck(store, sessionId) : null;
+  if (digests === null) report.notes.push('this store keeps no per-event digests: an edit of an event after the latest checkpoint goes unseen');
   try {
     audit = await CheckpointAudit.read(store, sessionId);
   } catch (error) {
@@ -200,6 +277,14 @@ export async function verifyThroughStore(
   try {
     for (;;) {
       const page = await store.read(sessionId, { ...(last === undefined ? {} : { after: last.sequence }), limit: 1000 });
+      if (digests !== null) {
+        try {
+          await digests.page(page.events, report);
+        } catch (error) {
+          report.notes.push(`the per-event digests could not be read after sequence ${last?.sequence ?? 0} (${error instanceof Error ? error.message : String(error)}); they were not checked`);
+          digests = null;
+        }
+      }
       for (const event of page.events) {
         try {
           projector.apply([event]);
@@ -213,6 +298,7 @@ export async function verifyThroughStore(
           report.events = count;
           // The audit may have passed the checkpoint before this event: report what it found.
           reportAudit(report, audit?.result ?? null);
+          digests?.finish(report);
           return;
         }
         if (audit !== null) {
@@ -234,6 +320,7 @@ export async function verifyThroughStore(
     report.defects.push({ where: `after sequence ${last?.sequence ?? 0}`, message: `the store refused to read the log: ${code}${error instanceof Error ? error.message : String(error)}` });
   }
   report.events = count;
+  digests?.finish(report);
   if (count === 0 && report.defects.length === 0) report.defects.push({ where: 'store', message: `session ${sessionId} has no events` });
   // A read failure above leaves the fold short: the audit is then inconclusive, not "beyond the head".
   reportAudit(report, audit === null ? null : report.defects.length === 0 ? audit.finish(count) : audit.result);

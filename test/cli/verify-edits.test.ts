@@ -1,9 +1,10 @@
 /**
  * `agent-ledger verify` sees every kind of edit of stored events up to the checkpoint, on JSONL
  * lines and SQLite rows: a payload byte, an envelope field, an added, a removed and two reordered
- * events (renumbered so that sequences stay contiguous), and the last event removed. Each run is
- * the real binary on a real file, exiting 2 and naming the place. The PostgreSQL rows are in
- * `test/postgres/verify-edits.test.ts`.
+ * events (renumbered so that sequences stay contiguous), and the last event removed. On SQLite
+ * rows it also sees an edit of one row after the latest checkpoint, or in a session without one,
+ * through the row's stored per-event digest. Each run is the real binary on a real file, exiting 2
+ * and naming the place. The PostgreSQL rows are in `test/postgres/verify-edits.test.ts`.
  */
 import Database from 'better-sqlite3';
 import { copyFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { runCli, tempDir } from './helpers.js';
-import { EDITABLE_EVENTS, LOG_EDITS, seedEditable, type LogEdit } from './verify-edits.js';
+import { EARLY_CHECKPOINT, EDITABLE_EVENTS, LOG_EDITS, ROW_EDITS, seedEditable, seedPastCheckpoint, type LogEdit, type RowEdit } from './verify-edits.js';
 
 const sessionId = SessionId('edited');
 
@@ -123,4 +124,79 @@ describe('verify sees every edit of stored events', () => {
       }
     }, 60_000);
   }
+});
+
+/** Rewrites the body of one event row of `file` in place (its digest column kept). */
+function editSqliteRow(file: string, session: SessionId, edit: RowEdit): void {
+  const db = new Database(file);
+  try {
+    const key = (db.prepare('SELECT session_key FROM session_keys WHERE session_id = ?').get(session) as { session_key: number }).session_key;
+    const position = db.prepare('SELECT (? << 32) + ? AS position').get(key, edit.sequence) as { position: number };
+    const row = db.prepare('SELECT body FROM events WHERE position = ?').get(position.position) as { body: string };
+    const changed = db.prepare('UPDATE events SET body = ? WHERE position = ?').run(JSON.stringify(edit.apply(JSON.parse(row.body) as DurableEventEnvelope)), position.position);
+    if (changed.changes !== 1) throw new Error('no row changed');
+  } finally {
+    db.close();
+  }
+}
+
+describe('verify sees an edit of an SQLite row after the latest checkpoint, through its per-event digest', () => {
+  const late = SessionId('late-checkpoint');
+  const none = SessionId('no-checkpoint');
+  let dir: string;
+  let seeded: string;
+
+  beforeAll(async () => {
+    dir = tempDir('agent-ledger-verify-rows-');
+    seeded = path.join(dir, 'seeded.db');
+    const store = new SqliteDurableEventStore(seeded);
+    await seedPastCheckpoint(store, late, true);
+    await seedPastCheckpoint(store, none, false);
+    await store.close();
+  }, 60_000);
+
+  it('unedited: verify passes and says which events the digests cover', async () => {
+    for (const session of [late, none]) {
+      const result = await runCli(['verify', `sqlite:${seeded}`, session]);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout).toContain(`per-event digests match for events 1-${EDITABLE_EVENTS}`);
+    }
+    expect((await runCli(['verify', `sqlite:${seeded}`, late])).stdout).toContain(`checkpoint at sequence ${EARLY_CHECKPOINT} matches the log`);
+  }, 60_000);
+
+  for (const [index, edit] of ROW_EDITS.entries()) {
+    it(`${edit.name}: exit 2 naming the sequence, after the checkpoint and without one`, async () => {
+      for (const session of [late, none]) {
+        const file = path.join(dir, `row-${index}-${session}.db`);
+        copyFileSync(seeded, file);
+        editSqliteRow(file, session, edit);
+        const result = await runCli(['verify', `sqlite:${file}`, session]);
+        expect(result.code, `${session}: ${result.stdout}${result.stderr}`).toBe(2);
+        expect(result.stdout, session).toMatch(edit.place);
+      }
+    }, 60_000);
+  }
+
+  it('rows written without a digest (as before schema version 5) are a note, not a defect', async () => {
+    const file = path.join(dir, 'no-digests.db');
+    copyFileSync(seeded, file);
+    const db = new Database(file);
+    db.prepare('UPDATE events SET digest = NULL').run();
+    db.close();
+    const result = await runCli(['verify', `sqlite:${file}`, none]);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain(`events 1-${EDITABLE_EVENTS} have no stored per-event digest`);
+  }, 60_000);
+
+  it('a row without a digest after rows with one (written around the store) is a defect', async () => {
+    const file = path.join(dir, 'late-null.db');
+    copyFileSync(seeded, file);
+    const db = new Database(file);
+    const key = (db.prepare('SELECT session_key FROM session_keys WHERE session_id = ?').get(none) as { session_key: number }).session_key;
+    db.prepare('UPDATE events SET digest = NULL WHERE position = (? << 32) + 30').run(key);
+    db.close();
+    const result = await runCli(['verify', `sqlite:${file}`, none]);
+    expect(result.code, result.stdout + result.stderr).toBe(2);
+    expect(result.stdout).toMatch(/sequence 30: .*no stored digest/);
+  }, 60_000);
 });

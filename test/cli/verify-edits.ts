@@ -103,3 +103,53 @@ export const LOG_EDITS: readonly LogEdit[] = [
     place: /checkpoint at sequence 33: events 1-33 are not the ones .*digest mismatch/,
   },
 ];
+
+/** The sequence of the checkpoint {@link seedPastCheckpoint} writes (when it writes one). */
+export const EARLY_CHECKPOINT = 28;
+
+/**
+ * The session of {@link seedEditable} (33 events, the same ones), but with the checkpoint written
+ * after event {@link EARLY_CHECKPOINT}, before the 5-event command (`checkpoint: true`), or with no
+ * checkpoint at all: events 29-33 (or all) are then beyond any checkpoint's digest.
+ */
+export async function seedPastCheckpoint(store: DurableEventStore, sessionId: SessionId, checkpoint: boolean): Promise<void> {
+  const b = new JournalBuilder({ sessionId });
+  b.createSession().simpleRequest().simpleRequest();
+  b.acceptRequest().startRequest().applyInput().startTurn().modelStarted();
+  b.modelCompleted({ toolCalls: [{ id: 'call-build', name: 'build', arguments: { target: 'all' } }] });
+  b.scheduleTool({ toolAttemptId: 'tool-build', toolCallId: 'call-build', sideEffect: 'idempotent' });
+  b.startTool({ sideEffect: 'idempotent', input: { target: 'all' } }).completeTool({ result: { status: 'done' } });
+  b.completeTurn().completeRequest();
+  for (const event of b.events) await store.append(sessionId, [draftOf(event)]);
+  const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000 } });
+  if (checkpoint && !(await journal.writeCheckpoint())) throw new Error('no checkpoint written');
+  const outcome = await journal.commit({ commandId: CommandId('cycle-0'), events: cycleDrafts(0).map(({ commandId: _assigned, ...draft }) => draft) });
+  if (outcome.status !== 'committed') throw new Error(`commit: ${outcome.status}`);
+}
+
+/** An edit of one stored event in place (its row's other columns kept), and the place `verify` must name. */
+export interface RowEdit {
+  name: string;
+  sequence: number;
+  apply(event: DurableEventEnvelope): DurableEventEnvelope;
+  place: RegExp;
+}
+
+/** Edits of events after {@link EARLY_CHECKPOINT}: only a per-event digest can see them. */
+export const ROW_EDITS: readonly RowEdit[] = [
+  {
+    name: 'one byte of a payload (the input of event 29)',
+    sequence: 29,
+    apply: (event) => {
+      const data = event.data as { input: string };
+      return { ...event, data: { ...data, input: `${data.input.slice(0, -1)}X` } } as DurableEventEnvelope;
+    },
+    place: /sequence 29: .*digest/,
+  },
+  {
+    name: 'an envelope field (occurredAt of event 31)',
+    sequence: 31,
+    apply: (event) => ({ ...event, occurredAt: '2020-01-01T00:00:00.000Z' }),
+    place: /sequence 31: .*digest/,
+  },
+];

@@ -3,6 +3,8 @@
  * PostgreSQL rows (the edits and the session of `test/cli/verify-edits.ts`): the real binary
  * against the run's server, exiting 2 and naming the place. The rows are rewritten the way a
  * careful hand would: sequences contiguous, `command_id` and the session's `head` kept in step.
+ * An edit of one row's body after the latest checkpoint (or in a session without one) is seen
+ * through the row's stored per-event digest.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +12,7 @@ import { PostgresDurableEventStore } from '../../src/postgres.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { runCli } from '../cli/helpers.js';
-import { EDITABLE_EVENTS, LOG_EDITS, seedEditable, type LogEdit } from '../cli/verify-edits.js';
+import { EARLY_CHECKPOINT, EDITABLE_EVENTS, LOG_EDITS, ROW_EDITS, seedEditable, seedPastCheckpoint, type LogEdit } from '../cli/verify-edits.js';
 import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
 const schema = freshSchema('verify_edits');
@@ -77,4 +79,38 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
       expect(result.stdout).toMatch(edit.place);
     }, 60_000);
   }
+
+  for (const checkpoint of [true, false]) {
+    const label = checkpoint ? `after the checkpoint at ${EARLY_CHECKPOINT}` : 'without a checkpoint';
+    it(`rows ${label}, unedited: verify passes and the per-event digests match`, async () => {
+      const sessionId = SessionId(`rows-${String(checkpoint)}`);
+      await seedPastCheckpoint(store, sessionId, checkpoint);
+      const result = await runCli(['verify', url, sessionId]);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+      expect(result.stdout).toContain(`per-event digests match for events 1-${EDITABLE_EVENTS}`);
+    }, 60_000);
+
+    for (const [index, edit] of ROW_EDITS.entries()) {
+      it(`${edit.name}, ${label}: exit 2 naming the sequence`, async () => {
+        const sessionId = SessionId(`row-${index}-${String(checkpoint)}`);
+        await seedPastCheckpoint(store, sessionId, checkpoint);
+        const row = await admin.query<{ body: string }>(`SELECT body::text AS body FROM "${schema}".events WHERE session_id = $1 AND sequence = $2`, [sessionId, edit.sequence]);
+        const body = JSON.stringify(edit.apply(JSON.parse(row.rows[0]?.body ?? '') as DurableEventEnvelope));
+        const updated = await admin.query(`UPDATE "${schema}".events SET body = $3 WHERE session_id = $1 AND sequence = $2`, [sessionId, edit.sequence, body]);
+        expect(updated.rowCount).toBe(1);
+        const result = await runCli(['verify', url, sessionId]);
+        expect(result.code, result.stdout + result.stderr).toBe(2);
+        expect(result.stdout).toMatch(edit.place);
+      }, 60_000);
+    }
+  }
+
+  it('rows written before migration 5 (NULL digests) are a note, not a defect', async () => {
+    const sessionId = SessionId('rows-null');
+    await seedPastCheckpoint(store, sessionId, false);
+    await admin.query(`UPDATE "${schema}".events SET digest = NULL WHERE session_id = $1`, [sessionId]);
+    const result = await runCli(['verify', url, sessionId]);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain(`events 1-${EDITABLE_EVENTS} have no stored per-event digest`);
+  }, 60_000);
 });

@@ -8,7 +8,8 @@ import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlit
 import { OBJECT_MIGRATIONS, OBJECT_SCHEMA } from '../../src/adapters/durable-object/object/schema.js';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import type { SqlDriver, SqlValue } from '../../src/adapters/sql/driver.js';
-import { SQL_SCHEMA_VERSION, migrateSqlSchema, readSchemaVersion } from '../../src/adapters/sql/schema.js';
+import { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, SQL_STORE_SCHEMA, migrateSqlSchema, readSchemaVersion } from '../../src/adapters/sql/schema.js';
+import { eventDigest } from '../../src/core/checkpoint/event-digest.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { tempDir } from './helpers.js';
 
@@ -127,5 +128,35 @@ describe('SQL schema migration', () => {
     db.prepare('UPDATE schema_version SET version = ?').run(SQL_SCHEMA_VERSION + 1);
     expect(() => migrateSqlSchema(driver)).toThrow(expect.objectContaining({ code: 'DURABLE_EVENT_UNAVAILABLE' }));
     expect(() => new SqliteDurableEventStore(file)).toThrow(expect.objectContaining({ code: 'DURABLE_EVENT_UNAVAILABLE' }));
+  });
+
+  it('migrates a version-4 database to per-event digests: old rows keep NULL and read unchanged, new rows get theirs', async () => {
+    const sessionId = SessionId('schema-digests');
+    // A real event body, as a store writes it.
+    const source = tempDir();
+    cleanups.push(source.cleanup);
+    const writer = new SqliteDurableEventStore(source.file('source.db'));
+    await writer.append(sessionId, [{ type: 'session_created', data: { source: 'create' } }], { expectedLastSequence: null });
+    const [event] = (await writer.read(sessionId)).events;
+    writer.close();
+    if (event === undefined) throw new Error('no event');
+    const { db, driver, file } = openRaw();
+    expect(migrateSqlSchema(driver, { ...SQL_STORE_SCHEMA, migrations: SQL_MIGRATIONS.slice(0, 4) })).toBe(4);
+    db.prepare("INSERT INTO session_keys (session_key, session_id) VALUES (1, ?)").run(sessionId);
+    db.prepare('INSERT INTO events (position, body) VALUES ((1 << 32) + 1, ?)').run(JSON.stringify(event));
+    expect(migrateSqlSchema(driver)).toBe(SQL_SCHEMA_VERSION - 4);
+    const store = new SqliteDurableEventStore(file);
+    cleanups.push(() => store.close());
+    expect((await store.read(sessionId)).events).toEqual([event]);
+    const appended = await store.append(sessionId, [{ type: 'session_created', data: { source: 'fork' } }]);
+    const second = appended.events[0];
+    if (second === undefined) throw new Error('no event');
+    expect(await store.readEventDigests(sessionId, { limit: 10 })).toEqual([
+      { sequence: 1, digest: null },
+      { sequence: 2, digest: eventDigest(second) },
+    ]);
+    // What a read returns is the envelope appended, whatever the extra column holds.
+    expect((await store.read(sessionId, { after: event.sequence })).events).toEqual([second]);
+    expect(await store.readEventDigests(sessionId, { after: 1, limit: 1 })).toEqual([{ sequence: 2, digest: eventDigest(second) }]);
   });
 });

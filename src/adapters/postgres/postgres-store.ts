@@ -25,6 +25,7 @@
  */
 import { throwIfAborted } from '../../core/abort.js';
 import { checkCheckpointRecord, joinCheckpointChunks, storedTailMatches, type DurableCheckpointRecord, type DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import { eventDigest, type DurableEventDigestReadOptions, type DurableEventDigestRow, type DurableEventDigestStore } from '../../core/checkpoint/event-digest.js';
 import type {
   DurabilityLedgerStore,
   DurabilityListener,
@@ -327,7 +328,7 @@ function readFailure(error: unknown, what: string, signal: AbortSignal | undefin
  * await store.close();
  */
 export class PostgresDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableEventDigestStore
 {
   /** The PostgreSQL schema holding the tables. */
   readonly schema: string;
@@ -762,6 +763,7 @@ export class PostgresDurableEventStore
           state.leaseVersion,
           encodings,
           commandIds,
+          planned.events.map(eventDigest),
         ]);
         if (rowCount === 0) return null;
         if (rowCount !== planned.events.length) throw new Error(`inserted ${rowCount} of ${planned.events.length} events`);
@@ -816,6 +818,23 @@ export class PostgresDurableEventStore
       throw this.#corrupt(sessionId, `event ${expected} does not match its row`);
     }
     return envelope;
+  }
+
+  /** The stored per-event digests (see `DurableEventDigestStore`); `null` for rows written before migration 5. */
+  async readEventDigests(sessionId: SessionId, options: DurableEventDigestReadOptions): Promise<DurableEventDigestRow[]> {
+    const id = checkSessionId(sessionId);
+    const after = options.after ?? 0;
+    if (!Number.isSafeInteger(after) || after < 0 || !Number.isSafeInteger(options.limit) || options.limit < 1) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'after must be an integer >= 0 and limit an integer >= 1');
+    }
+    throwIfAborted(options.signal);
+    let rows: Array<{ sequence: string; digest: string | null }>;
+    try {
+      rows = await this.#query(this.#sql.readDigests, [id, after, Math.min(options.limit, 2 ** 31 - 1)], options.signal);
+    } catch (error) {
+      throw readFailure(error, 'digest read', options.signal);
+    }
+    return rows.map((row) => ({ sequence: integer(row.sequence, 'sequence'), digest: row.digest === null ? null : Number(row.digest) }));
   }
 
   async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {

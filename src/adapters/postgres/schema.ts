@@ -9,11 +9,12 @@
  *   lease columns with `lease_version` (bumped by every lease change), and `ledger_head` (last
  *   durability record sequence). Every write is a single statement that updates this row only if
  *   it still holds the values the core engine decided on (see `postgres-store.ts`).
- * - `events(session_id, sequence, command_id, body, tx_id, position)`: one row per event. The
+ * - `events(session_id, sequence, command_id, body, tx_id, position, digest)`: one row per event. The
  *   primary key `(session_id, sequence)` makes a duplicate sequence impossible whatever the
  *   isolation level; `command_id` (copied from the envelope) is indexed for reconciliation;
  *   `body` is the exact JSON the engine measured. `tx_id` and `position` (migration 2) give a
- *   global order across sessions that never skips a transaction committing late.
+ *   global order across sessions that never skips a transaction committing late. `digest`
+ *   (migration 5) is the event's content digest, written with the row (NULL on older rows).
  * - `durability_records(session_id, sequence, identity, kind, body)`: the durability ledger,
  *   `UNIQUE (session_id, identity)` backing first-writer-wins.
  * - `checkpoints(session_id, sequence, event_id, data, written_at, chunks, bytes)` (migrations 3
@@ -116,6 +117,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       `ALTER TABLE {schema}.checkpoint_chunks ALTER COLUMN data SET STORAGE EXTERNAL`,
       `ALTER TABLE {schema}.checkpoints ADD COLUMN chunks integer CHECK (chunks >= 1)`,
       `ALTER TABLE {schema}.checkpoints ADD COLUMN bytes bigint CHECK (bytes >= 1)`,
+    ],
+  },
+  {
+    description: 'per-event content digests',
+    statements: [
+      // Each event's content digest (`eventDigest` of core/checkpoint/event-digest.ts), written
+      // with its row; `verify` recomputes it. Without a default, adding the column rewrites no
+      // row; rows written before keep NULL (not backfilled: a digest computed now would vouch for
+      // whatever the row holds now).
+      `ALTER TABLE {schema}.events ADD COLUMN digest bigint`,
     ],
   },
 ];

@@ -34,11 +34,11 @@ export function postgresStatements(schema: string) {
   const sessions = `${schema}.sessions`;
   const events = `${schema}.events`;
   const records = `${schema}.durability_records`;
-  /** Inserts the event rows when `s` returned its row. Params: $1 session, $2 old head, $5 bodies, $6 command IDs. */
+  /** Inserts the event rows when `s` returned its row. Params: $1 session, $2 old head, $5 bodies, $6 command IDs, $7 digests. */
   const insertEvents =
-    `INSERT INTO ${events} (session_id, sequence, command_id, body) ` +
-    `SELECT $1, $2::bigint + b.ord, b.command_id, b.body::json FROM s, ` +
-    `unnest($5::text[], $6::text[]) WITH ORDINALITY AS b(body, command_id, ord)`;
+    `INSERT INTO ${events} (session_id, sequence, command_id, body, digest) ` +
+    `SELECT $1, $2::bigint + b.ord, b.command_id, b.body::json, b.digest FROM s, ` +
+    `unnest($5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS b(body, command_id, digest, ord)`;
   const insertRecord =
     `INSERT INTO ${records} (session_id, sequence, identity, kind, body) SELECT $1, $3::bigint, $4, $5, $6 FROM s`;
   const leaseSet =
@@ -50,7 +50,7 @@ export function postgresStatements(schema: string) {
     readStateForUpdate: `SELECT ${STATE_COLUMNS} FROM ${sessions} WHERE session_id = $1 FOR UPDATE`,
     /** $1 session: creates the row if missing (fallback path). */
     ensureSession: `INSERT INTO ${sessions} (session_id) VALUES ($1) ON CONFLICT (session_id) DO NOTHING`,
-    /** $1 session, $2 old head, $3 new head, $4 lease version, $5 bodies, $6 command IDs. */
+    /** $1 session, $2 old head, $3 new head, $4 lease version, $5 bodies, $6 command IDs, $7 digests. */
     appendExisting:
       `WITH s AS (UPDATE ${sessions} SET head = $3::bigint WHERE session_id = $1 AND head = $2::bigint ` +
       `AND lease_version = $4::bigint RETURNING 1) ${insertEvents}`,
@@ -86,6 +86,10 @@ export function postgresStatements(schema: string) {
       // `e.sequence`, qualified: a bare `sequence` would sort by the text output column.
       `UNION ALL (SELECT NULL, e.sequence::text, e.body::text FROM ${events} e WHERE e.session_id = $1 ` +
       `AND e.sequence > $2::bigint ORDER BY e.sequence LIMIT $3::int)`,
+    /** $1 session, $2 after, $3 limit: the stored digests of the rows after `$2`, whatever the head. */
+    readDigests:
+      `SELECT sequence::text AS sequence, digest::text AS digest FROM ${events} WHERE session_id = $1 ` +
+      `AND sequence > $2::bigint ORDER BY sequence LIMIT $3::int`,
     /** $1 session. */
     readHead: `SELECT head::text AS head FROM ${sessions} WHERE session_id = $1`,
     /** $1 session IDs. */

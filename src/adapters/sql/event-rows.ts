@@ -6,12 +6,14 @@
  *    one contiguous range of the `events` rowid b-tree: an append writes that one b-tree (there
  *    is no secondary index), the head is the largest row id of the range, and a page is a range
  *    scan. `session_key` and `sequence` are also virtual columns of the table, for people
- *    reading the database.
+ *    reading the database. `digest` (schema version 5) is the event's content digest
+ *    (`eventDigest`), written with the row, NULL on rows written before version 5; reads of
+ *    events never select it, only {@link readEventDigestRows} does.
  * 3. Positions can exceed 2^53, so the packing is computed by SQLite (64-bit integers); the
  *    statements take the key and sequences as separate parameters.
  * 4. An INSERT carries up to {@link MAX_ROWS_PER_INSERT} events: a Durable Object binds at most
- *    100 parameters per statement, and each statement binds the key, the first sequence and one
- *    body per row. Smaller statements are powers of two, so at most seven distinct statements
+ *    100 parameters per statement, and each statement binds the key, the first sequence and a
+ *    body and a digest per row. Smaller statements are powers of two, so at most seven distinct statements
  *    exist and the drivers' statement caches keep them prepared. Parameters are anonymous `?`
  *    (better-sqlite3 would take numbered `?NNN` ones for named parameters).
  * Limits: sequences up to {@link MAX_SEQUENCE} per session, and {@link MAX_SESSION_KEY}
@@ -26,8 +28,8 @@ import type { SqlDriver, SqlValue } from './driver.js';
 export const MAX_SEQUENCE = 0xffff_ffff;
 /** Highest session key, so that every position stays below 2^63. */
 export const MAX_SESSION_KEY = 0x7fff_ffff;
-/** Most events one INSERT statement carries (2 + 64 parameters; the limit is 100). */
-export const MAX_ROWS_PER_INSERT = 64;
+/** Most events one INSERT statement carries (2 + 2 * 32 parameters; the limit is 100). */
+export const MAX_ROWS_PER_INSERT = 32;
 
 /** A stored event as the page query returns it. */
 export interface EventRow {
@@ -53,15 +55,20 @@ const SELECT_PAGE_SIZES =
   'SELECT octet_length(body) AS bytes FROM events ' +
   'WHERE position > (? << 32) + ? AND position <= (? << 32) + ? ORDER BY position LIMIT ?';
 
+/** Parameters: key, after, key, limit: every row after `after`, whatever the head. */
+const SELECT_DIGESTS =
+  'SELECT position & 4294967295 AS sequence, digest FROM events ' +
+  'WHERE position > (? << 32) + ? AND position <= (? << 32) + 4294967295 ORDER BY position LIMIT ?';
+
 const insertStatements = new Map<number, string>();
 
-/** The statement inserting `rows` events; parameters: key, first sequence, then the bodies. */
+/** The statement inserting `rows` events; parameters: key, first sequence, then body and digest per row. */
 function insertStatement(rows: number): string {
   let statement = insertStatements.get(rows);
   if (statement === undefined) {
-    const values = Array.from({ length: rows }, (_, offset) => `(${offset}, ?)`);
+    const values = Array.from({ length: rows }, (_, offset) => `(${offset}, ?, ?)`);
     statement =
-      'INSERT INTO events (position, body) SELECT (? << 32) + ? + column1, column2 ' +
+      'INSERT INTO events (position, body, digest) SELECT (? << 32) + ? + column1, column2, column3 ' +
       `FROM (VALUES ${values.join(', ')})`;
     insertStatements.set(rows, statement);
   }
@@ -112,7 +119,12 @@ export function readEventRowsWithinBytes(
   return { rows, sizes: sizes.slice(0, fits), found: sizes.length };
 }
 
-/** How many statements {@link insertEventRows} runs for `rows` events (one per set bit below 64, plus one per 64). */
+/** The stored digests of the rows after sequence `after` of the session with key `key`, at most `limit`. */
+export function readEventDigestRows(driver: SqlDriver, key: number, after: number, limit: number): { sequence: number; digest: number | null }[] {
+  return driver.query<{ sequence: number; digest: number | null }>(SELECT_DIGESTS, key, after, key, limit);
+}
+
+/** How many statements {@link insertEventRows} runs for `rows` events (one per set bit below 32, plus one per 32). */
 export function insertStatementCount(rows: number): number {
   let count = Math.floor(rows / MAX_ROWS_PER_INSERT);
   for (let rest = rows % MAX_ROWS_PER_INSERT; rest > 0; rest &= rest - 1) count++;
@@ -120,17 +132,18 @@ export function insertStatementCount(rows: number): number {
 }
 
 /**
- * Inserts `bodies` as sequences `first`, `first + 1`, ... of the session with key `key`, in as
- * few statements as the parameter limit allows. The caller checked that the last sequence is at
- * most {@link MAX_SEQUENCE}; run it inside the append's transaction (or as its only statement).
+ * Inserts `bodies` as sequences `first`, `first + 1`, ... of the session with key `key`, each with
+ * its digest (`digests[i]` of `bodies[i]`), in as few statements as the parameter limit allows.
+ * The caller checked that the last sequence is at most {@link MAX_SEQUENCE}; run it inside the
+ * append's transaction (or as its only statement).
  */
-export function insertEventRows(driver: SqlDriver, key: number, first: number, bodies: readonly string[]): void {
+export function insertEventRows(driver: SqlDriver, key: number, first: number, bodies: readonly string[], digests: readonly number[]): void {
   let at = 0;
   while (at < bodies.length) {
     let rows = MAX_ROWS_PER_INSERT;
     while (rows > bodies.length - at) rows >>= 1;
     const params: SqlValue[] = [key, first + at];
-    for (let index = at; index < at + rows; index++) params.push(bodies[index] as string);
+    for (let index = at; index < at + rows; index++) params.push(bodies[index] as string, digests[index] as number);
     driver.exec(insertStatement(rows), ...params);
     at += rows;
   }

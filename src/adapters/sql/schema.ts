@@ -96,6 +96,12 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       bytes INTEGER NOT NULL CHECK (bytes >= 1)
     )`,
   ],
+  [
+    // Each event's content digest (`eventDigest` of core/checkpoint/event-digest.ts), written with
+    // its row; `verify` recomputes it. Rows written before this migration keep NULL (not backfilled:
+    // a digest computed now would vouch for whatever the row holds now).
+    `ALTER TABLE events ADD COLUMN digest INTEGER`,
+  ],
 ];
 
 /** The schema version this code reads and writes. */

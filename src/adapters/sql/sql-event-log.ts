@@ -56,6 +56,7 @@ import type {
 import { DurableError, DurableEventStoreError } from '../../protocol/errors.js';
 import { parseDurableEventEnvelope, type DurableEventDraft, type DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../protocol/ids.js';
+import { eventDigest, type DurableEventDigestRow } from '../../core/checkpoint/event-digest.js';
 import type { SqlDriver } from './driver.js';
 import {
   MAX_SEQUENCE,
@@ -63,6 +64,7 @@ import {
   findSessionKey,
   insertEventRows,
   insertStatementCount,
+  readEventDigestRows,
   readEventRowsWithinBytes,
   readHeadRow,
   type EventRow,
@@ -251,7 +253,7 @@ export class SqlEventLog {
       }
       this.#beforeCommit(id);
       const key = this.#key(id) ?? createSessionKey(this.driver, id);
-      insertEventRows(this.driver, key, (head ?? 0) + 1, encodings);
+      insertEventRows(this.driver, key, (head ?? 0) + 1, encodings, planned.events.map(eventDigest));
       return { planned, key };
     };
     // Single writer, key, head and lease known, one INSERT statement: that statement is the
@@ -334,6 +336,21 @@ export class SqlEventLog {
       throw corrupt(sessionId, `event ${expectedSequence} does not match its row`);
     }
     return envelope;
+  }
+
+  /**
+   * The stored digests of the session's rows after `after`, at most `limit`, in order (see
+   * `DurableEventDigestStore`); `null` digests for rows written before schema version 5.
+   */
+  readEventDigests(sessionId: SessionId, after: number, limit: number): DurableEventDigestRow[] {
+    const id = checkSessionId(sessionId);
+    if (!Number.isSafeInteger(after) || after < 0 || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'after must be an integer >= 0 and limit an integer >= 1');
+    }
+    return guard('DURABLE_EVENT_READ_FAILED', () => {
+      const key = this.#key(id);
+      return key === null ? [] : readEventDigestRows(this.driver, key, Math.min(after, MAX_SEQUENCE), limit);
+    });
   }
 
   /** The head sequence, or `null` for an empty stream. */

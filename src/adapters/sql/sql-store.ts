@@ -16,6 +16,7 @@
  * the write is durable.
  */
 import type { DurableCheckpointExtension, DurableCheckpointRecord, DurableCheckpointStore } from '../../core/checkpoint/contract.js';
+import type { DurableEventDigestReadOptions, DurableEventDigestRow, DurableEventDigestStore } from '../../core/checkpoint/event-digest.js';
 import { SqlCheckpoints } from './sql-checkpoints.js';
 import { throwIfAborted } from '../../core/abort.js';
 import type {
@@ -67,7 +68,7 @@ export interface SqlDurableEventStoreOptions extends SqlEventLogOptions {
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  */
 export class SqlDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableEventDigestStore
 {
   /** The synchronous core, for code that runs next to the database. */
   readonly eventLog: SqlEventLog;
@@ -126,6 +127,12 @@ export class SqlDurableEventStore
   async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
     throwIfAborted(options?.signal);
     return this.eventLog.getHeadSequence(sessionId);
+  }
+
+  /** The stored per-event digests (see `DurableEventDigestStore`). */
+  async readEventDigests(sessionId: SessionId, options: DurableEventDigestReadOptions): Promise<DurableEventDigestRow[]> {
+    throwIfAborted(options.signal);
+    return this.eventLog.readEventDigests(sessionId, options.after ?? 0, options.limit);
   }
 
   /** The session's latest projection checkpoint, or `null`. */

@@ -27,4 +27,11 @@ export {
   type DurableCheckpointWriteInfo,
 } from './policy.js';
 export type { DurableCheckpointOutcome } from './load.js';
+export {
+  eventDigest,
+  isEventDigestStore,
+  type DurableEventDigestReadOptions,
+  type DurableEventDigestRow,
+  type DurableEventDigestStore,
+} from './event-digest.js';
 export { DurableCheckpointInconclusiveError, isCheckpointInconclusive } from './key-filter.js';
