@@ -19,6 +19,13 @@
  * events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
  * timing: the test polls for states with deadlines only.
  *
+ * 6. (`EDGE_AUTO_RECOVERY_POLICY`, which the fixture agent uses for session IDs containing `-auto-`)
+ *    mid streamed model response of `hang-once`, killed again: after the restart, with NO client
+ *    request, the object's alarm wakes it, the cut attempt is recorded (`model_request_aborted`,
+ *    `process_restart`), the model is called again and the request completes; the wait is an
+ *    event wait (the fixture's line in wrangler's output) bounded well under the 30 s a watchdog
+ *    interval of 30 s needed.
+ *
  * On the same restarted server, the inspector page in Chromium answers an agent's pending
  * permission (Allow goes through the agent, as `POST .../permissions/:id` does), and it takes a 73 MiB body on `POST .../events`: with and without a
  * Content-Length, it answers 413, and the next request on it is served.
@@ -65,6 +72,8 @@ interface AgentStatus {
 
 /** The server of this file: started (and restarted) by the first test, used by the next, killed after all. */
 let dev: WranglerDev | undefined;
+/** The `--persist-to` directory of {@link dev}. */
+let devStorage: string | undefined;
 afterAll(async () => {
   await dev?.kill('SIGTERM');
 });
@@ -225,6 +234,7 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
     };
     const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission', abort: 'permission', steer: 'permission' } as const;
     dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
+    devStorage = persistTo;
     const subscribers: Subscriber[] = [];
     try {
       const first = dev;
@@ -334,6 +344,52 @@ describe('agent sessions in Durable Objects across a kill of wrangler dev', () =
       for (const subscriber of subscribers) subscriber.close();
     }
   }, 300_000);
+
+  it('(6) EDGE_AUTO_RECOVERY_POLICY: a stream cut by the kill completes after the restart without any client request', async () => {
+    if (dev === undefined || devStorage === undefined) {
+      devStorage = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
+      dirs.push(devStorage);
+      dev = await startWranglerDev({ config: CONFIG, persistTo: devStorage, vars: VARS });
+    }
+    const sessionId = `e2e-auto-${Date.now().toString(36)}`;
+    const first = dev;
+    const before = await Subscriber.open(first, sessionId);
+    const subscribers = [before];
+    try {
+      const accepted = await api<{ requestId: string }>(first, 'POST', `/v1/sessions/${sessionId}/requests`, { commandId: 'cmd-auto', input: 'hang-once' });
+      expect(accepted.status).toBe(202);
+      await before.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
+
+      await dev.kill('SIGKILL');
+      dev = undefined;
+      await before.until((s) => s.closed, 'the socket to drop', 10_000);
+      dev = await startWranglerDev({ config: CONFIG, persistTo: devStorage, vars: VARS });
+      const second = dev;
+      const ready = Date.now();
+      // No request reaches the object now: only its alarm can wake it. The fixture model prints
+      // this line when it is called again. 15 s: generous for the short watchdog, and less than
+      // the 19-26 s a 30 s watchdog took after a restart.
+      const marker = 'edge-test-agent: hang-once called again';
+      await poll(async () => second.output(), (output) => output.includes(marker), 'the model to be called again without a client request', 15_000);
+      console.log(`edge auto-recovery: the model was called again ${Date.now() - ready} ms after wrangler dev was ready`);
+
+      const after = await Subscriber.open(second, sessionId, before.lastCursor);
+      subscribers.push(after);
+      await after.until((s) => s.has('request_completed'), 'the request to complete');
+      const log = await logOf(second, sessionId);
+      const starts = log.filter((e) => e.type === 'model_request_started');
+      expect(starts).toHaveLength(2);
+      expect(log.filter((e) => e.type === 'model_request_aborted').map((e) => [e.modelAttemptId, e.data])).toEqual([
+        [starts[0]?.modelAttemptId, { reason: 'process_restart' }],
+      ]);
+      expect(log.filter((e) => e.type === 'request_accepted')).toHaveLength(1);
+      expect(finalText(log)).toBe('Recovered answer');
+      expect(await effectsOf(second, sessionId)).toEqual({ 'hang-once': 1 });
+      expectGapless(before, after, log);
+    } finally {
+      for (const subscriber of subscribers) subscriber.close();
+    }
+  }, 180_000);
 
   it('lets the inspector page in Chromium allow a pending permission of the agent, which then finishes the run', async () => {
     if (dev === undefined) {

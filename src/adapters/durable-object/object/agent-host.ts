@@ -98,8 +98,14 @@ export const EDGE_AUTO_RECOVERY_POLICY: Readonly<SessionRecoveryPolicy> = Object
   reconcileModelOutcome: recallModelOnUnknownOutcome,
 });
 
-/** How often the alarm checks on a running agent (an eviction is noticed within this). */
-export const AGENT_WATCH_MS = 30_000;
+/**
+ * How often the alarm checks on a running agent. The watch row is never further ahead than this
+ * while a request runs, so after an eviction or a restart of the runtime the object's first
+ * wake-up (this alarm, when no client request comes first) is at most this long after the
+ * runtime is back, and the request continues from there. Each check is one alarm invocation of a
+ * live instance that only moves the row (no log read).
+ */
+export const AGENT_WATCH_MS = 3_000;
 /** Default execution lease TTL of the object's Session. */
 export const DEFAULT_AGENT_LEASE_TTL_MS = 30_000;
 /** Prefix of the lease owner IDs of session object instances. */

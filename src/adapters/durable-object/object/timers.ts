@@ -9,8 +9,9 @@
  * - `durability.resume`: a check one minute after a call's last step (or start), so a call that
  *   an eviction interrupted between steps resumes without waiting for a request;
  * - `user`: the object owner's own schedules (`scheduleTimer`), handed to `onTimer`;
- * - `agent.watch`: while an agent Session runs in the object, a check every 30 s that resumes it
- *   after an eviction (`agent-host.ts`); put and armed before any model or tool I/O.
+ * - `agent.watch`: while an agent Session runs in the object, a check every `AGENT_WATCH_MS`
+ *   (3 s) that resumes it after an eviction or a restart of the runtime without waiting for a
+ *   client request (`agent-host.ts`); put and armed before any model or tool I/O.
  * `arm()` keeps the alarm at the earliest due row: it sets the alarm when there is none or when
  * the current one is LATER than the earliest row, and never moves an earlier alarm back, so an
  * alarm someone else set is never lost (at worst it fires and finds nothing due). `getAlarm()`
