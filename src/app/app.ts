@@ -17,6 +17,7 @@ import type { SessionObjectNamespaceLike } from '../adapters/durable-object/dura
 import { DEFAULT_SESSION_BINDING } from './env.js';
 import { honoPath, type AppEnv, type RouteDefinition } from './route-kit.js';
 import { agentRoutes } from './routes/agent.js';
+import { chatRoutes } from './routes/chat.js';
 import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
 import { inspectRoutes } from './routes/inspect.js';
@@ -43,6 +44,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   agentRoutes,
   checkpointRoutes,
   inspectRoutes,
+  chatRoutes,
 ];
 
 /** Request headers a browser may send cross-origin. */

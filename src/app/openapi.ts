@@ -72,6 +72,7 @@ export const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   runs: 'Durable tool calls run inside the session object (step, sleep, waitFor) and the durability ledger.',
   agent: 'The agent hosted by the session object: requests, steering input, aborts, permissions, status.',
   inspector: 'The session inspector: an HTML page, its live tail, its actions and static assets.',
+  chat: 'The chat page at `/`, where a person talks to the agent of a session, and its static assets.',
   auth: 'Session-scoped tokens, minted with the admin token.',
   meta: 'Health check, this document and the human-readable route list.',
 };
