@@ -40,8 +40,18 @@ export const CHAT_SCRIPT = String.raw`(function () {
     return node;
   }
   function json(value) { return typeof value === 'string' ? value : JSON.stringify(value, null, 2); }
+  var REASONS = {
+    process_restart: 'the server stopped mid-call',
+    user_abort: 'stopped by the user',
+    timeout: 'timed out',
+    lease_lost: 'another worker took the session over',
+    permission_denied: 'permission denied',
+    permission_cancelled: 'permission cancelled'
+  };
+  // A reason is a code string (DurableReason) or an error ({ code, message }).
   function reasonText(reason) {
     if (!reason) return '';
+    if (typeof reason === 'string') return REASONS[reason] ? reason + ': ' + REASONS[reason] : reason;
     return [reason.code, reason.message].filter(Boolean).join(': ');
   }
   function inputText(input) {

@@ -40,6 +40,8 @@ export interface WranglerDevOptions {
   vars: Readonly<Record<string, string>>;
   /** How long to wait for `/healthz` (default 60 s). */
   readyTimeoutMs?: number;
+  /** Port on 127.0.0.1 (default a free one): a restart on the same port keeps a page's origin. */
+  port?: number;
 }
 
 /** A running `wrangler dev`. */
@@ -97,7 +99,7 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   const configPath = path.resolve(ROOT, options.config);
   const tmpDir = path.join(path.dirname(configPath), '.wrangler', 'tmp');
   const before = tmpEntries(tmpDir);
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const args = [
     WRANGLER,
