@@ -21,7 +21,8 @@
  * Object storage, PostgreSQL), pass 2 recomputes each served event's digest and compares it with
  * the one stored with its row: a difference is a defect at that sequence, wherever the checkpoint
  * stands. Rows written before the store kept digests (a prefix of the log) are a note; a row
- * without a digest after one with a digest was written around the store, a defect.
+ * without a digest after one with a digest was written around the store (or by an older release
+ * still writing after the migration), a defect.
  */
 import { createReadStream, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -94,7 +95,7 @@ class EventDigestCheck {
           report.defects.push({
             where,
             sequence: event.sequence,
-            message: `the row has no stored digest, though earlier rows have one: it was written around the store (or its digest removed)`,
+            message: `the row has no stored digest, though earlier rows have one: it was written around the store, its digest was removed, or an older release still wrote to the migrated database`,
           });
         } else {
           if (this.missingFrom === 0) this.missingFrom = event.sequence;

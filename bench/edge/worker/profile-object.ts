@@ -9,7 +9,7 @@
  *   noop          the RPC itself, the JSON text cloned in;
  *   parse         + `parseDraftBatchJson` (JSON.parse, then the fast path for parsed values);
  *   plan          + `planAppend` (envelopes, event ids, the encodings whose size it checks);
- *   insert        + the encodings inserted into the real `events` table with the ledger's own
+ *   insert        + the encodings and their digests inserted into the real `events` table with the ledger's own
  *                 multi-row statements (`insertEventRows`), one `transactionSync`;
  *   ledger        the real single-writer `SqlEventLog.appendJson` on this object's SQLite (head and
  *                 lease remembered, then parse/plan/insert as above), count returned;
@@ -28,6 +28,7 @@ import type { RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.
 import { DurableObjectSqlDriver } from '../../../src/adapters/durable-object/storage-sql-driver.js';
 import { parseDraftBatchJson, planAppend, validateDraftBatch, validateDraftBatchStrict } from '../../../src/core/log-engine.js';
 import { createSessionKey, findSessionKey, insertEventRows } from '../../../src/adapters/sql/event-rows.js';
+import { eventDigest } from '../../../src/core/checkpoint/event-digest.js';
 import { SqlEventLog } from '../../../src/adapters/sql/sql-event-log.js';
 import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
@@ -73,7 +74,8 @@ export class ProfileObject extends DurableObject<unknown> implements Record<Prof
 
   insert(text: string): number {
     const { result, encodings } = this.#plan(text, this.#insertHead);
-    this.ctx.storage.transactionSync(() => insertEventRows(this.#eventLog.driver, this.#insertKey, this.#insertHead + 1, encodings));
+    const digests = result.events.map(eventDigest);
+    this.ctx.storage.transactionSync(() => insertEventRows(this.#eventLog.driver, this.#insertKey, this.#insertHead + 1, encodings, digests));
     this.#insertHead = result.lastSequence;
     return result.events.length;
   }
