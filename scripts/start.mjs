@@ -89,6 +89,8 @@ if (adminToken) {
 }
 // ---- end of edge agent demo ----
 console.log('');
+console.log(`Talk to the demo agent in a browser: ${baseUrl}/ (sign in with the admin token; see docs/chat.md)`);
+console.log('');
 console.log(`Local state lives in ${path.join(root, '.wrangler', 'state')}; to start from an empty ledger, stop`);
 console.log('this server and delete that directory (rm -rf .wrangler/state).');
 console.log('');

@@ -64,6 +64,7 @@ describe('scripts/start.mjs --dry-run', () => {
 
     expect(stdout).toContain(`Admin token: ${adminToken}`);
     expect(stdout).toContain('curl -s http://127.0.0.1:8799/healthz');
+    expect(stdout).toContain('Talk to the demo agent in a browser: http://127.0.0.1:8799/ ');
     expect(stdout).toContain('dev --ip 127.0.0.1 --port 8799');
     // The demo viewer reads PORT too: the line to paste names the port the server listens on.
     expect(stdout).toContain('  PORT=8799 node scripts/agent-demo.mjs ');
@@ -169,6 +170,11 @@ describe('scripts/start.mjs (wrangler dev)', () => {
       const response = await fetchHealth(`http://127.0.0.1:${port}/healthz`, Date.now() + 45_000);
       expect(response.status).toBe(200);
       expect(response.body).toEqual({ ok: true, name: 'agent-ledger', protocol: 4 });
+      // The chat page the script prints, with its CSP.
+      const chat = await fetch(`http://127.0.0.1:${port}/`);
+      expect(chat.status).toBe(200);
+      expect(chat.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(await chat.text()).toContain('<script src="/chat/assets/chat.js" defer=""></script>');
 
       // Every printed example, pasted twice into a shell: the second paste changes nothing.
       const pasted = printedCurlCommands(output);
