@@ -49,6 +49,11 @@ export {
   sliceCheckpointRecord,
   type DurableCheckpointExtension,
   type DurableCheckpointSlice,
+  eventDigest,
+  isEventDigestStore,
+  type DurableEventDigestReadOptions,
+  type DurableEventDigestRow,
+  type DurableEventDigestStore,
 } from './core/checkpoint/index.js';
 export { anySignal, newAbortError, withDeadline } from './core/abort.js';
 
