@@ -5,9 +5,15 @@
  * instance records the cut attempt as `model_request_aborted` (`process_restart`), calls the model
  * again as a new attempt of the same Request and Turn, and the request completes. A subscriber
  * reconnecting with its last cursor sees every durable event once. The demo agent of the default
- * Worker mounts the policy. Nothing waits on time except bounded polling for a state.
+ * Worker mounts the policy. Under the default policy, a new message while a request is parked is
+ * answered over the Worker with 409 `DURABLE_SESSION_RECOVERY_REQUIRED` saying why and what
+ * unblocks it (also as the first request a new instance gets), and is not stored. Nothing waits
+ * on time except bounded polling for a state.
  */
 import { abortAllDurableObjects } from 'cloudflare:test';
+import { env, exports } from 'cloudflare:workers';
+import { mintSessionToken } from '../../src/app/auth.js';
+import { SessionId } from '../../src/protocol/ids.js';
 import { describe, expect, it } from 'vitest';
 import type { AgentRequestAccepted, AgentStatus } from '../../src/adapters/durable-object/agent-rpc.js';
 import { EDGE_AUTO_RECOVERY_POLICY } from '../../src/adapters/durable-object/object/agent-host.js';
@@ -77,5 +83,52 @@ describe('EDGE_AUTO_RECOVERY_POLICY in the session object', () => {
     const seen = [...before.events, ...after.events].map((frame) => frame.event.sequence);
     expect(seen).toEqual(log.map((event) => event.sequence));
     after.close();
+  });
+});
+
+describe('a new message while a request is parked (default policy)', () => {
+  const post = async (sessionId: string, route: string, body: unknown): Promise<Response> => {
+    const { token } = await mintSessionToken(env, { sessionId: SessionId(sessionId), scopes: ['request', 'read'], ttlSeconds: 600 }, Date.now());
+    return exports.default.fetch(`http://agent-ledger.test/v1/sessions/${sessionId}${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  };
+  /** The problem+json body of an error answer. */
+  interface Problem {
+    code: string;
+    detail: string;
+    details: { plan: { action: string; requestId: string }; blockedRequestId: string; unblock: string };
+  }
+
+  it('is answered 409 DURABLE_SESSION_RECOVERY_REQUIRED with the plan and what unblocks it, even as the first request of a new instance', async () => {
+    const sessionId = freshSession('edge-parked');
+    const first = await post(sessionId, '/requests', { commandId: 'cmd-hang', input: 'hang-stream' });
+    expect(first.status).toBe(202);
+    const parkedRequest = ((await first.json()) as AgentRequestAccepted).requestId;
+    await until(() => logOf(sessionId), (log) => log.some((event) => event.type === 'model_request_started'), 'the model call');
+    await abortAllDurableObjects();
+
+    // The first request the new instance gets: it waits for the instance's resume, which parks.
+    const refused = await post(sessionId, '/requests', { commandId: 'cmd-next', input: 'hello' });
+    expect(refused.status).toBe(409);
+    const problem = (await refused.json()) as Problem;
+    expect(problem.code).toBe('DURABLE_SESSION_RECOVERY_REQUIRED');
+    expect(problem.details.plan).toMatchObject({ action: 'reconcile_model_outcome', requestId: parkedRequest });
+    expect(problem.details.blockedRequestId).toBe(parkedRequest);
+    expect(problem.details.unblock).toContain(`POST /v1/sessions/${sessionId}/recovery/reconcile-model-outcome`);
+    expect(problem.details.unblock).toContain('EDGE_AUTO_RECOVERY_POLICY');
+    expect(problem.detail).toContain('reconcile_model_outcome');
+    // A steering input (which becomes a request when none runs) gets the same answer.
+    const steered = await post(sessionId, '/inputs', { input: 'are you there?' });
+    expect(steered.status).toBe(409);
+    expect(((await steered.json()) as Problem).code).toBe('DURABLE_SESSION_RECOVERY_REQUIRED');
+    // Nothing was stored or queued; the parked request's own commandId is still answered.
+    const status = unwrapRpcResult<AgentStatus>(await api(sessionId).agentStatus(sessionId));
+    expect(status).toMatchObject({ state: 'needs_recovery', queued: [] });
+    const again = await post(sessionId, '/requests', { commandId: 'cmd-hang', input: 'hang-stream' });
+    expect(again.status).toBe(202);
+    expect(await again.json()).toMatchObject({ requestId: parkedRequest, created: false });
   });
 });

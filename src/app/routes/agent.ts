@@ -131,12 +131,14 @@ export function agentRoutes(): RouteDefinition[] {
       summary: 'Send a request to the agent running in the session object',
       description:
         'Stores the request (idempotent by commandId) and answers 202 with its IDs; the object runs it as the session’s ' +
-        'single writer. Subscribe to the session (WebSocket or SSE) to see its durable events, token deltas and tool progress.',
+        'single writer. Subscribe to the session (WebSocket or SSE) to see its durable events, token deltas and tool progress. ' +
+        'While a request is parked on a recovery plan, a new commandId is refused with 409 DURABLE_SESSION_RECOVERY_REQUIRED ' +
+        '(details: plan, blockedRequestId, unblock) and not stored.',
       tags: ['agent'],
       scope: 'request',
       body: agentRequestSchema,
       extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The request is stored and will run.', schema: agentRequestAcceptedSchema }],
-      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_COMMAND_CONFLICT', 'DURABLE_EVENT_WRITE_FAILED'],
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_COMMAND_CONFLICT', 'DURABLE_EVENT_WRITE_FAILED', 'DURABLE_SESSION_RECOVERY_REQUIRED'],
       async handle({ sessionId, object, body, c }): Promise<Response> {
         const accepted = await callObject<AgentRequestAccepted>(
           () =>
@@ -169,7 +171,7 @@ export function agentRoutes(): RouteDefinition[] {
       scope: 'request',
       body: steerSchema,
       extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The input is durable in the object; not applied yet.', schema: steerAcceptedSchema }],
-      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_WRITE_FAILED'],
+      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_WRITE_FAILED', 'DURABLE_SESSION_RECOVERY_REQUIRED'],
       async handle({ sessionId, object, body, c }): Promise<Response> {
         const accepted = await callObject<AgentSteerAccepted>(
           () => agentOf(object).submitInput(sessionId, { input: body.input, ...(body.priority === undefined ? {} : { priority: body.priority }) }),

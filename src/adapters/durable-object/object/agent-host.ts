@@ -20,7 +20,8 @@
  *    unless the mount asks for `EDGE_AUTO_RECOVERY_POLICY`, a started non_idempotent tool...)
  *    parks the host (`needs_recovery`, with the plan): nothing is replayed; the plan is on the
  *    projection route, and a recovery operation through the object (`recover`) wakes the host to
- *    try again.
+ *    try again. While parked, a new request is refused (`DurableSessionRecoveryRequiredError`
+ *    with the plan and what unblocks it) instead of being queued behind the parked one.
  * 4. Permissions: the Session's permission callback returns a stored answer
  *    (`agent_permissions`) or waits for one; while it waits the watchdog is removed (nothing is
  *    due until a human answers). `answerPermission` stores the answer (first answer wins), re-arms
@@ -71,7 +72,8 @@ import {
 import type { DurableInput, PermissionDecision, Priority } from '../../../protocol/event-payloads.js';
 import type { DurableEventEnvelope } from '../../../protocol/events.js';
 import { isValidId, type SessionId } from '../../../protocol/ids.js';
-import { canonicalJson, type JsonObject } from '../../../protocol/json.js';
+import { canonicalJson, type JsonObject, type JsonValue } from '../../../protocol/json.js';
+import { RECOVERY_OPERATIONS } from '../../../protocol/recovery-operations.js';
 import { AgentLiveStream } from './agent-stream.js';
 import { TIMER_KINDS, type TimerTable } from './timers.js';
 
@@ -177,6 +179,23 @@ function checkId(value: unknown, label: string): string {
   return value;
 }
 
+/**
+ * What unblocks a parked host: the recovery routes whose operation acts on the plan's action,
+ * under the execution lease (see docs/edge-agents.md, Eviction and crashes).
+ */
+export function unblockHint(sessionId: string, plan: DurableRecoveryPlan | null): string {
+  const base = `/v1/sessions/${sessionId}`;
+  const routes = Object.values(RECOVERY_OPERATIONS)
+    .filter((operation) => operation.mutates && plan !== null && (operation.planActions as readonly string[]).includes(plan.action))
+    .map((operation) => `POST ${base}/recovery/${operation.segment}`);
+  const act = routes.length > 0 ? routes.join(' or ') : `the recovery routes under ${base}/recovery/ (the plan is on GET ${base}/projection)`;
+  const model = plan?.action === 'reconcile_model_outcome' ? '; or mount EDGE_AUTO_RECOVERY_POLICY, which calls the model again by itself' : '';
+  return (
+    `decide it with ${act} under the execution lease (POST ${base}/lease/acquire before, POST ${base}/lease/release after)${model}; ` +
+    'the object then resumes and takes new requests'
+  );
+}
+
 /** What the object lends to its agent host. */
 export interface AgentHostDeps {
   readonly store: SqlDurableEventStore;
@@ -231,6 +250,8 @@ export class SessionAgentHost {
   #restoring: string | null = null;
   /** A Request aborted while the resume was under way: interrupted as soon as the Session exists. */
   #abortOnResume: string | null = null;
+  /** Called when the resume in flight settles or waits for a permission answer (see {@link #openedOrWaiting}). */
+  readonly #onOpenSettled = new Set<() => void>();
 
   constructor(deps: AgentHostDeps) {
     this.#deps = deps;
@@ -388,6 +409,7 @@ export class SessionAgentHost {
       ...(input.context === undefined ? {} : { context: input.context }),
     };
     const bodyJson = canonicalJson(body as unknown as JsonObject);
+    await this.#refuseIfParked(sessionId, commandId);
     const { row, created } = this.#transaction(() => {
       const existing = this.#rows('WHERE command_id = ?', commandId)[0];
       if (existing !== undefined) {
@@ -447,6 +469,52 @@ export class SessionAgentHost {
       // SAFETY: statuses are only written by this class, from AgentRequestStatus values.
       status: row.status as AgentRequestStatus,
     };
+  }
+
+  /**
+   * A new request (a `commandId` not stored yet) while the host is parked on a recovery plan is
+   * refused with `DurableSessionRecoveryRequiredError` saying why and what unblocks it (the
+   * request would otherwise wait, queued, behind the parked one without a word). A resume in
+   * flight (a new instance's first wake-up) is waited for first, so its outcome decides.
+   */
+  async #refuseIfParked(sessionId: SessionId, commandId: string): Promise<void> {
+    await this.#openedOrWaiting();
+    if (this.#state !== 'needs_recovery') return;
+    if (this.#rows('WHERE command_id = ?', commandId)[0] !== undefined) return;
+    const plan = this.#plan;
+    const why = plan === null ? (this.#message ?? 'the session needs recovery') : `${plan.action}: ${plan.reason}`;
+    throw new DurableSessionRecoveryRequiredError(
+      `the agent cannot take a new request: request ${plan?.requestId ?? '(unknown)'} is parked on its recovery plan (${why}). ` +
+        `To unblock it, ${unblockHint(sessionId, plan)}. This request was not stored; send it again then.`,
+      {
+        details: {
+          // SAFETY: the plan is plain frozen data (IDs, strings, numbers, views of JSON payloads).
+          plan: plan as unknown as JsonValue,
+          blockedRequestId: plan?.requestId ?? null,
+          unblock: unblockHint(sessionId, plan),
+        },
+      },
+    );
+  }
+
+  /** Resolves when no resume is in flight, or once it settles or waits for a permission answer. */
+  #openedOrWaiting(): Promise<void> {
+    const opening = this.#opening;
+    if (opening === null || this.#restoring !== null) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const settled = (): void => {
+        this.#onOpenSettled.delete(settled);
+        resolve();
+      };
+      this.#onOpenSettled.add(settled);
+      void opening.then(settled, settled);
+    });
+  }
+
+  #openSettled(): void {
+    const waiters = [...this.#onOpenSettled];
+    this.#onOpenSettled.clear();
+    for (const resolve of waiters) resolve();
   }
 
   /** Steering input for the running request (a new request when none runs). */
@@ -844,6 +912,7 @@ export class SessionAgentHost {
     return new Promise<SessionPermissionDecision>((resolve) => {
       this.#permissionWaiters.set(request.permissionRequestId, resolve);
       this.#state = 'waiting_permission';
+      this.#openSettled();
       // Nothing is due until someone answers: no watchdog (the answer wakes the object).
       this.#deps.timers.remove(TIMER_KINDS.agent, WATCH_KEY);
       request.signal.addEventListener(
