@@ -56,7 +56,7 @@ export type {
 } from './adapters/durable-object/agent-rpc.js';
 
 // The HTTP app and the router.
-export { createApp, appRoutes, ROUTE_GROUPS, type CreateAppOptions, type RouteGroup } from './app/app.js';
+export { createApp, appRoutes, ROUTE_GROUPS, chatRoutes, type CreateAppOptions, type RouteGroup } from './app/app.js';
 export { routeSessionRequest, servesPath, type SessionRouterContext } from './app/router.js';
 export {
   defineRoute,

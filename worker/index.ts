@@ -10,13 +10,14 @@
  * constant, a type guard, the Hono app itself) makes the runtime refuse to start, so shared
  * values belong in their own modules.
  */
-import { createApp } from '../src/app/app.js';
+import { chatRoutes, createApp } from '../src/app/app.js';
 import type { Env } from './env.js';
 import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
 import { SessionObject as LedgerSessionObject } from '../src/adapters/durable-object/object/session-object.js';
 import { demoAgent } from './demo-agent.js';
 
-const app = createApp();
+// The chat page at `/` is opt-in for a user's Worker; this one serves it.
+const app = createApp({ extraGroups: [chatRoutes] });
 
 export default {
   fetch: app.fetch,

@@ -44,8 +44,13 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   agentRoutes,
   checkpointRoutes,
   inspectRoutes,
-  chatRoutes,
 ];
+
+/**
+ * The chat page (`GET /` and its assets): opt-in, since `/` belongs to the Worker that mounts the
+ * app. The repository's Worker adds it: `createApp({ extraGroups: [chatRoutes] })`.
+ */
+export { chatRoutes };
 
 /** Request headers a browser may send cross-origin. */
 const CORS_ALLOWED_HEADERS = 'authorization, content-type, last-event-id';
