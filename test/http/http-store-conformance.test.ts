@@ -48,7 +48,7 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
     expect(result.checks).toContain('abort-append-writes-nothing');
     expect(result.skipped.map((entry) => entry.check).sort()).toEqual([...failureChecks].sort());
     expect(result.checks.length + result.skipped.length).toBe(storeConformanceChecks.length);
-  });
+  }, 120_000); // a hang guard: about 60 checks, each a few HTTP round trips, on a busy machine
 
   it('runs the journal and subscription suites unchanged against the edge', async () => {
     const extraChecks = [...journalConformanceChecks, ...subscriptionConformanceChecks];
