@@ -42,7 +42,7 @@ describe('runStoreConformance against DurableObjectEventStore (workerd)', () => 
         failSwitch.armed = true;
       },
       // Long enough that a loaded machine does not let a lease lapse between two calls of one check.
-      leaseTtlMs: 200,
+      leaseTtlMs: 1_000,
       extraChecks: [...journalConformanceChecks, ...subscriptionConformanceChecks],
     });
     expect(result.mode).toBe('durable');
