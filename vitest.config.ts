@@ -28,10 +28,6 @@ export const TEST_WORKER_BINDINGS = {
 
 export default defineConfig({
   test: {
-    // Most files wait more than they compute (child processes, a local Worker, wrangler dev,
-    // PostgreSQL, Chromium), so four files run at once; vitest's default is one fewer than the
-    // cores, a single file at a time on a 2-core machine.
-    maxWorkers: 4,
     projects: [
       {
         test: {
