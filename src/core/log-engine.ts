@@ -282,7 +282,7 @@ export function isoOf(ms: number): string {
     const millis = whole - second * 1000;
     stamp = `${lastSecondPrefix}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}Z`;
   } else {
-    // Throws RangeError for a time Date cannot represent, exactly as before.
+    // Throws RangeError for a time Date cannot represent (toISOString does).
     stamp = new Date(ms).toISOString();
     lastSecond = second;
     lastSecondPrefix = stamp.slice(0, -4);
