@@ -16,13 +16,8 @@ import { draftOf, JournalBuilder } from '../projector/journal-builder.js';
 /** Events of the session {@link seedEditable} writes. */
 export const EDITABLE_EVENTS = 33;
 
-/**
- * Appends the session: 28 events one per append (a JSONL line each) straight to the store, then a
- * 5-event command through a journal (one line; so the digest the journal keeps is also the one of
- * envelopes it appended itself, not only of envelopes it read), which then writes a checkpoint at
- * the head. The tool of the third Request completes with `{ status: 'done' }`.
- */
-export async function seedEditable(store: DurableEventStore, sessionId: SessionId): Promise<void> {
+/** The 28 events of three Requests, one per append, then a journal opened on them (no automatic checkpoints). */
+async function appendRequests(store: DurableEventStore, sessionId: SessionId): Promise<DurableSessionJournal> {
   const b = new JournalBuilder({ sessionId });
   b.createSession().simpleRequest().simpleRequest();
   b.acceptRequest().startRequest().applyInput().startTurn().modelStarted();
@@ -32,8 +27,24 @@ export async function seedEditable(store: DurableEventStore, sessionId: SessionI
   b.completeTurn().completeRequest();
   for (const event of b.events) await store.append(sessionId, [draftOf(event)]);
   const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000 } });
+  return journal;
+}
+
+/** The 5-event command through the journal. */
+async function commitCycle(journal: DurableSessionJournal): Promise<void> {
   const outcome = await journal.commit({ commandId: CommandId('cycle-0'), events: cycleDrafts(0).map(({ commandId: _assigned, ...draft }) => draft) });
   if (outcome.status !== 'committed') throw new Error(`commit: ${outcome.status}`);
+}
+
+/**
+ * Appends the session: 28 events one per append (a JSONL line each) straight to the store, then a
+ * 5-event command through a journal (one line; so the digest the journal keeps is also the one of
+ * envelopes it appended itself, not only of envelopes it read), which then writes a checkpoint at
+ * the head. The tool of the third Request completes with `{ status: 'done' }`.
+ */
+export async function seedEditable(store: DurableEventStore, sessionId: SessionId): Promise<void> {
+  const journal = await appendRequests(store, sessionId);
+  await commitCycle(journal);
   if (!(await journal.writeCheckpoint())) throw new Error('no checkpoint written');
 }
 
@@ -113,18 +124,9 @@ export const EARLY_CHECKPOINT = 28;
  * checkpoint at all: events 29-33 (or all) are then beyond any checkpoint's digest.
  */
 export async function seedPastCheckpoint(store: DurableEventStore, sessionId: SessionId, checkpoint: boolean): Promise<void> {
-  const b = new JournalBuilder({ sessionId });
-  b.createSession().simpleRequest().simpleRequest();
-  b.acceptRequest().startRequest().applyInput().startTurn().modelStarted();
-  b.modelCompleted({ toolCalls: [{ id: 'call-build', name: 'build', arguments: { target: 'all' } }] });
-  b.scheduleTool({ toolAttemptId: 'tool-build', toolCallId: 'call-build', sideEffect: 'idempotent' });
-  b.startTool({ sideEffect: 'idempotent', input: { target: 'all' } }).completeTool({ result: { status: 'done' } });
-  b.completeTurn().completeRequest();
-  for (const event of b.events) await store.append(sessionId, [draftOf(event)]);
-  const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: { everyEvents: 1_000_000 } });
+  const journal = await appendRequests(store, sessionId);
   if (checkpoint && !(await journal.writeCheckpoint())) throw new Error('no checkpoint written');
-  const outcome = await journal.commit({ commandId: CommandId('cycle-0'), events: cycleDrafts(0).map(({ commandId: _assigned, ...draft }) => draft) });
-  if (outcome.status !== 'committed') throw new Error(`commit: ${outcome.status}`);
+  await commitCycle(journal);
 }
 
 /** An edit of one stored event in place (its row's other columns kept), and the place `verify` must name. */
