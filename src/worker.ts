@@ -24,15 +24,15 @@
  *     (await routeSessionRequest(request, env, { binding: 'AGENTS' }, ctx)) ?? new Response('not found', { status: 404 }),
  * };
  */
-export { SessionObject } from './adapters/durable-object/object/session-object.js';
-export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from './adapters/durable-object/object/durability.js';
+export { SessionObject } from './edge/session-object.js';
+export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from './edge/durability.js';
 export {
   DEFAULT_RUN_RETRY_POLICY,
   RUN_OUTCOME_KEY,
   type AgentMounts,
   type RunRetryPolicy,
-} from './adapters/durable-object/object/outcomes.js';
-export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './adapters/durable-object/object/timers.js';
+} from './edge/outcomes.js';
+export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './edge/timers.js';
 // The agent Session running inside the object (`SessionObject.sessionAgent()`, docs/edge-agents.md).
 export {
   AGENT_WATCH_MS,
@@ -40,7 +40,7 @@ export {
   EDGE_RECOVERY_POLICY,
   EDGE_AUTO_RECOVERY_POLICY,
   OBJECT_LEASE_OWNER_PREFIX,
-} from './adapters/durable-object/object/agent-host.js';
+} from './edge/agent-host.js';
 export type {
   AgentAbortResult,
   AgentPermissionAnswer,

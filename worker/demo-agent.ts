@@ -14,7 +14,7 @@
  */
 import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
 import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
-import { EDGE_AUTO_RECOVERY_POLICY } from '../src/adapters/durable-object/object/agent-host.js';
+import { EDGE_AUTO_RECOVERY_POLICY } from '../src/edge/agent-host.js';
 import { createScriptedModel } from '../src/session/scripted-model.js';
 import type { ScriptedModelStep } from '../src/session/scripted-model-types.js';
 import { defineTool } from '../src/session/session.js';

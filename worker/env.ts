@@ -3,7 +3,7 @@
  * hands these to every request: secrets come from `.dev.vars` locally (written by `npm start`)
  * and from `wrangler secret put` in production; `SESSIONS` is declared in `wrangler.toml`.
  */
-import type { SessionObject } from '../src/adapters/durable-object/object/session-object.js';
+import type { SessionObject } from '../src/edge/session-object.js';
 
 export interface Env {
   /** Bearer token that grants administrative access. */

@@ -13,7 +13,7 @@
 import { chatRoutes, createApp } from '../src/app/app.js';
 import type { Env } from './env.js';
 import type { SessionAgentMount } from '../src/adapters/durable-object/agent-rpc.js';
-import { SessionObject as LedgerSessionObject } from '../src/adapters/durable-object/object/session-object.js';
+import { SessionObject as LedgerSessionObject } from '../src/edge/session-object.js';
 import { demoAgent } from './demo-agent.js';
 
 // The chat page at `/` is opt-in for a user's Worker; this one serves it.

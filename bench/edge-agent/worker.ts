@@ -17,7 +17,7 @@ import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provide
 import { createApp } from '../../src/app/app.js';
 import type { Env } from '../../worker/env.js';
 import type { SessionAgentMount } from '../../src/adapters/durable-object/agent-rpc.js';
-import { SessionObject as LedgerSessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import { SessionObject as LedgerSessionObject } from '../../src/edge/session-object.js';
 import { createScriptedModel } from '../../src/session/scripted-model.js';
 import { createSession, defineTool } from '../../src/session/session.js';
 import type { Session } from '../../src/session/types.js';

@@ -1,5 +1,5 @@
 /**
- * The session object's timer table (`src/adapters/durable-object/object/timers.ts`) over SQLite in
+ * The session object's timer table (`src/edge/timers.ts`) over SQLite in
  * Node, with a recording stand-in for the object's alarm: which arms read or set the alarm, and
  * which are answered from the alarm the instance remembers.
  */
@@ -7,8 +7,8 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlite3-driver.js';
 import { migrateSqlSchema } from '../../src/adapters/sql/schema.js';
-import { OBJECT_SCHEMA } from '../../src/adapters/durable-object/object/schema.js';
-import { TIMER_KINDS, TimerTable, type AlarmStorage } from '../../src/adapters/durable-object/object/timers.js';
+import { OBJECT_SCHEMA } from '../../src/edge/schema.js';
+import { TIMER_KINDS, TimerTable, type AlarmStorage } from '../../src/edge/timers.js';
 
 class RecordingAlarm implements AlarmStorage {
   alarm: number | null = null;

@@ -3,7 +3,7 @@
  * and the client-side slicer: order, replacement, the idle timeout, refusals, completion.
  */
 import { describe, expect, it } from 'vitest';
-import { CHECKPOINT_UPLOAD_IDLE_MS, CheckpointUploads } from '../../src/adapters/durable-object/object/checkpoint-uploads.js';
+import { CHECKPOINT_UPLOAD_IDLE_MS, CheckpointUploads } from '../../src/edge/checkpoint-uploads.js';
 import {
   CHECKPOINT_SLICE_BYTES,
   checkpointWriteSlices,

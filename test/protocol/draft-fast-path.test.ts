@@ -18,7 +18,7 @@ import { isLosslessJsonFast, isParsedJsonLossless } from '../../src/protocol/jso
 import { safeParseDurableEventDraft, type DurableEventDraft, type DurableEventType } from '../../src/protocol/events.js';
 import { isLosslessJson } from '../../src/protocol/json.js';
 import { MAX_JSON_DEPTH } from '../../src/protocol/limits.js';
-import { copy, invalidDataMutations, sparse, validDrafts } from '../protocol/event-fixtures.js';
+import { copy, invalidDataMutations, sparse, validDrafts } from './event-fixtures.js';
 
 const TYPES = Object.keys(validDrafts) as DurableEventType[];
 

@@ -12,7 +12,7 @@ import {
   resolvePacingLimits,
   stalledTooLong,
   type SocketCursor,
-} from '../../src/adapters/durable-object/object/socket-pacing.js';
+} from '../../src/edge/socket-pacing.js';
 import { encodeSubscriberAck, frameByteLength, parseSubscriberAck } from '../../src/protocol/frames.js';
 
 const limits = resolvePacingLimits({ windowBytes: 1000, objectWindowBytes: 3000 });

@@ -5,7 +5,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BetterSqlite3Driver } from '../../src/adapters/node/sqlite/better-sqlite3-driver.js';
-import { OBJECT_MIGRATIONS, OBJECT_SCHEMA } from '../../src/adapters/durable-object/object/schema.js';
+import { OBJECT_MIGRATIONS, OBJECT_SCHEMA } from '../../src/edge/schema.js';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import type { SqlDriver, SqlValue } from '../../src/adapters/sql/driver.js';
 import { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, SQL_STORE_SCHEMA, migrateSqlSchema, readSchemaVersion } from '../../src/adapters/sql/schema.js';

@@ -20,7 +20,7 @@ import {
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
 import type { DurableEventStore } from '../../src/core/store.js';
-import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import type { SessionObject } from '../../src/edge/session-object.js';
 import { freshSession, objectOf } from './durability-helpers.js';
 
 const builtInSkip = {

@@ -16,7 +16,7 @@ import { mintSessionToken } from '../../src/app/auth.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { describe, expect, it } from 'vitest';
 import type { AgentRequestAccepted, AgentStatus } from '../../src/adapters/durable-object/agent-rpc.js';
-import { EDGE_AUTO_RECOVERY_POLICY } from '../../src/adapters/durable-object/object/agent-host.js';
+import { EDGE_AUTO_RECOVERY_POLICY } from '../../src/edge/agent-host.js';
 import { unwrapRpcResult, type RpcResult } from '../../src/adapters/durable-object/rpc.js';
 import type { DurableReadResult } from '../../src/core/store.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';

@@ -14,8 +14,8 @@ import type {
 import { unwrapRpcResult } from '../../src/adapters/durable-object/rpc.js';
 import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
 import type { JsonValue } from '../../src/protocol/json.js';
-import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
-import type { UserTimer } from '../../src/adapters/durable-object/object/timers.js';
+import type { SessionObject } from '../../src/edge/session-object.js';
+import type { UserTimer } from '../../src/edge/timers.js';
 import { TEST_AGENT } from './fixtures/test-agents.js';
 
 export { TEST_AGENT };

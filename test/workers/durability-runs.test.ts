@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import type { SubscriberDurabilityMessage } from '../../src/adapters/durable-object/durability-rpc.js';
 import { unwrapRpcResult } from '../../src/adapters/durable-object/rpc.js';
-import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import type { SessionObject } from '../../src/edge/session-object.js';
 import { TEST_RETRY_POLICY } from './fixtures/agent-session-object.js';
 import { freshSession, ledger, objectOf, pause, runState, shape, start, TEST_AGENT, until } from './durability-helpers.js';
 import { TestSubscriber } from './session-object-helpers.js';

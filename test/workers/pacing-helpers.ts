@@ -4,8 +4,8 @@
  * pacing limits for one test.
  */
 import { runInDurableObject } from 'cloudflare:test';
-import type { SubscriberPacingLimits } from '../../src/adapters/durable-object/object/socket-pacing.js';
-import type { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import type { SubscriberPacingLimits } from '../../src/edge/socket-pacing.js';
+import type { SessionObject } from '../../src/edge/session-object.js';
 import { encodeSubscriberAck, frameByteLength, parseSubscriptionFrame, type SubscriptionFrame } from '../../src/protocol/frames.js';
 import { sleep, stubFor } from './session-object-helpers.js';
 

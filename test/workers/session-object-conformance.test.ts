@@ -15,7 +15,7 @@ import { leaseHandleConformanceChecks } from '../../src/conformance/checks-lease
 import { recoveryConformanceChecks } from '../../src/conformance/checks-recovery.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
-import { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import { SessionObject } from '../../src/edge/session-object.js';
 
 const failSwitch = { armed: false };
 

@@ -31,7 +31,7 @@ import {
   DurableExecutionLeaseError,
 } from '../../src/protocol/errors.js';
 import { CommandId, EventSequence, InputId, RequestId, ToolAttemptId, WorkerId, type SessionId } from '../../src/protocol/ids.js';
-import { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import { SessionObject } from '../../src/edge/session-object.js';
 import { acceptedState, seedSession, unknownToolState } from '../recovery/helpers.js';
 import { operationCases } from '../recovery/operation-cases.js';
 import { freshSessionId, stubFor, TestSubscriber } from './session-object-helpers.js';

@@ -9,7 +9,7 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
-import { DEFAULT_SUBSCRIBER_PACING } from '../../src/adapters/durable-object/object/socket-pacing.js';
+import { DEFAULT_SUBSCRIBER_PACING } from '../../src/edge/socket-pacing.js';
 import { SUBSCRIBER_POLICY_CLOSE_CODE, SUBSCRIBER_SLOW_CLOSE_CODE, SUBSCRIBER_SLOW_ERROR_CODE, encodeSubscriberAck } from '../../src/protocol/frames.js';
 import { RequestId, type SessionId } from '../../src/protocol/ids.js';
 import type { DurableEventDraft } from '../../src/protocol/events.js';

@@ -15,7 +15,7 @@ import {
   isDurableEventSequenceConflictError,
 } from '../../src/protocol/errors.js';
 import { EventSequence, WorkerId } from '../../src/protocol/ids.js';
-import { SessionObject } from '../../src/adapters/durable-object/object/session-object.js';
+import { SessionObject } from '../../src/edge/session-object.js';
 import { freshSessionId, markers, sleep, stubFor } from './session-object-helpers.js';
 
 const store = new DurableObjectEventStore(env.SESSIONS);

@@ -19,6 +19,6 @@ export default {
   },
 } satisfies ExportedHandler<BenchEnv>;
 
-export { SessionObject } from '../../../src/adapters/durable-object/object/session-object.js';
+export { SessionObject } from '../../../src/edge/session-object.js';
 export { BareObject } from './bare-object.js';
 export { ProfileObject } from './profile-object.js';

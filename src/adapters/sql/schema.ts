@@ -11,7 +11,7 @@
  * Tables are snake_case at rest; `sql-store.ts` maps rows to the camelCase API shapes. Later
  * features add a migration to the end of {@link SQL_MIGRATIONS}; a released migration is never
  * edited. Tables only one host uses live with that host, in a schema of their own with its own
- * version table (the Durable Object's timers and tool runs: `durable-object/object/schema.ts`),
+ * version table (the Durable Object's timers and tool runs: `src/edge/schema.ts`),
  * migrated by the same {@link migrateSqlSchema}. (Before the first release the `events` layout of
  * version 1 was still changed in place; a database created by an earlier build of this
  * repository must be recreated.)

@@ -24,7 +24,7 @@
 import { z } from 'zod';
 import type { SessionObjectAgentRpc } from '../../adapters/durable-object/agent-rpc.js';
 import { DurableObjectEventStore, type SessionObjectNamespaceLike } from '../../adapters/durable-object/durable-object-store.js';
-import { OBJECT_LEASE_OWNER_PREFIX } from '../../adapters/durable-object/object/agent-host.js';
+import { OBJECT_LEASE_OWNER_PREFIX } from '../../edge/agent-host.js';
 import { ALL_INSPECTOR_SCOPES, type InspectorActionResult, type InspectorPermissionAction, type InspectorScope } from '../../inspector/backend.js';
 import { createInspectorApp } from '../../inspector/app.js';
 import { authenticate, type AuthSecrets } from '../auth.js';

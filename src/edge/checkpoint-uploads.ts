@@ -16,8 +16,8 @@ import {
   MAX_CHECKPOINT_BYTES,
   type CheckpointWriteSlice,
   type DurableCheckpointRecord,
-} from '../../../core/checkpoint/contract.js';
-import { DurableEventStoreError } from '../../../protocol/errors.js';
+} from '../core/checkpoint/contract.js';
+import { DurableEventStoreError } from '../protocol/errors.js';
 
 /** An unfinished upload not continued for this long is dropped. */
 export const CHECKPOINT_UPLOAD_IDLE_MS = 60_000;

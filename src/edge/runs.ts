@@ -8,11 +8,11 @@
  * record and is written in the same transaction as it; `running` rows are what alarms, deliveries
  * and wake-ups resume. All methods are synchronous, so they can run inside a ledger transaction.
  */
-import type { SqlDriver } from '../../sql/driver.js';
-import type { ToolRunStatus } from '../durability-rpc.js';
-import { DurabilityError } from '../../../protocol/errors.js';
-import type { SessionId } from '../../../protocol/ids.js';
-import type { JsonValue } from '../../../protocol/json.js';
+import type { SqlDriver } from '../adapters/sql/driver.js';
+import type { ToolRunStatus } from '../adapters/durable-object/durability-rpc.js';
+import { DurabilityError } from '../protocol/errors.js';
+import type { SessionId } from '../protocol/ids.js';
+import type { JsonValue } from '../protocol/json.js';
 
 /** One tool call the object runs. */
 export interface ToolRunRow {

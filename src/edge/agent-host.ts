@@ -50,10 +50,10 @@ import type {
   AgentSteerAccepted,
   AgentSteerInput,
   SessionAgentMount,
-} from '../agent-rpc.js';
-import type { SqlDurableEventStore } from '../../sql/sql-store.js';
-import type { DurableRecoveryPlan } from '../../../core/projector/projection-types.js';
-import { createSession, recallModelOnUnknownOutcome, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../../../session/session.js';
+} from '../adapters/durable-object/agent-rpc.js';
+import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
+import type { DurableRecoveryPlan } from '../core/projector/projection-types.js';
+import { createSession, recallModelOnUnknownOutcome, resumeSession, SAFE_RECOVERY_POLICY, recoveryPlanOf } from '../session/session.js';
 import type {
   Session,
   SessionIdKind,
@@ -61,19 +61,19 @@ import type {
   SessionPermissionDecision,
   SessionPermissionRequest,
   SessionRecoveryPolicy,
-} from '../../../session/types.js';
+} from '../session/types.js';
 import {
   DurableCommandConflictError,
   DurableEventStoreError,
   DurableSessionRecoveryError,
   DurableSessionRecoveryRequiredError,
   isDurableError,
-} from '../../../protocol/errors.js';
-import type { DurableInput, PermissionDecision, Priority } from '../../../protocol/event-payloads.js';
-import type { DurableEventEnvelope } from '../../../protocol/events.js';
-import { isValidId, type SessionId } from '../../../protocol/ids.js';
-import { canonicalJson, type JsonObject, type JsonValue } from '../../../protocol/json.js';
-import { RECOVERY_OPERATIONS } from '../../../protocol/recovery-operations.js';
+} from '../protocol/errors.js';
+import type { DurableInput, PermissionDecision, Priority } from '../protocol/event-payloads.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import { isValidId, type SessionId } from '../protocol/ids.js';
+import { canonicalJson, type JsonObject, type JsonValue } from '../protocol/json.js';
+import { RECOVERY_OPERATIONS } from '../protocol/recovery-operations.js';
 import { AgentLiveStream } from './agent-stream.js';
 import { TIMER_KINDS, type TimerTable } from './timers.js';
 

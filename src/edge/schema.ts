@@ -8,7 +8,7 @@
  * (Before this split, version 2 of the shared schema created `timers` and `tool_runs`; the
  * statements below are `IF NOT EXISTS`, so objects created then migrate without change.)
  */
-import type { SqlSchema } from '../../sql/schema.js';
+import type { SqlSchema } from '../adapters/sql/schema.js';
 
 /** Migrations of the object's own tables, in order. */
 export const OBJECT_MIGRATIONS: ReadonlyArray<readonly string[]> = [

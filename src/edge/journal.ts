@@ -19,24 +19,24 @@
  *    lease, an unexpected error) the instance is dropped; the next call reopens it from the
  *    log, which inside the object is authoritative (a failed SQL transaction wrote nothing).
  */
-import type { PlanResumeResult, RpcJournalCallOptions, SessionProjectionResult } from '../journal-rpc.js';
-import type { SqlDurableEventStore } from '../../sql/sql-store.js';
-import { DurableSessionJournal } from '../../../core/journal/journal.js';
+import type { PlanResumeResult, RpcJournalCallOptions, SessionProjectionResult } from '../adapters/durable-object/journal-rpc.js';
+import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
+import { DurableSessionJournal } from '../core/journal/journal.js';
 import type {
   DurableCommitResult,
   DurableJournalCommand,
   DurableJournalExecutionLease,
-} from '../../../core/journal/journal-options.js';
-import { DurableSessionRecoveryCoordinator } from '../../../core/recovery/coordinator.js';
-import type { DurableExecutionFence } from '../../../core/store.js';
+} from '../core/journal/journal-options.js';
+import { DurableSessionRecoveryCoordinator } from '../core/recovery/coordinator.js';
+import type { DurableExecutionFence } from '../core/store.js';
 import {
   DurableEventStoreError,
   DurableExecutionLeaseError,
   isDurableCommandOutcomeUnknownError,
   isDurableError,
-} from '../../../protocol/errors.js';
-import type { SessionId } from '../../../protocol/ids.js';
-import { PLAN_RESUME_OPERATION, isRecoveryMutation, isRecoveryOperation } from '../../../protocol/recovery-operations.js';
+} from '../protocol/errors.js';
+import type { SessionId } from '../protocol/ids.js';
+import { PLAN_RESUME_OPERATION, isRecoveryMutation, isRecoveryOperation } from '../protocol/recovery-operations.js';
 
 /** One journal + coordinator pair, bound to one fence (or to none). */
 interface Slot {

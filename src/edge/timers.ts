@@ -21,11 +21,11 @@
  * The instance remembers the alarm it last read or set (forgotten when the alarm fires): an arm
  * whose earliest row is no earlier than a remembered alarm still ahead makes no storage call.
  */
-import type { SqlDriver } from '../../sql/driver.js';
-import { checkDurabilityKey } from '../../../core/durability/ledger-engine.js';
-import { DurabilityError } from '../../../protocol/errors.js';
-import type { SessionId } from '../../../protocol/ids.js';
-import type { JsonValue } from '../../../protocol/json.js';
+import type { SqlDriver } from '../adapters/sql/driver.js';
+import { checkDurabilityKey } from '../core/durability/ledger-engine.js';
+import { DurabilityError } from '../protocol/errors.js';
+import type { SessionId } from '../protocol/ids.js';
+import type { JsonValue } from '../protocol/json.js';
 
 /** Kinds of timer rows. */
 export const TIMER_KINDS = {

@@ -21,10 +21,10 @@
  * Nothing here is written to the log; an eviction loses the text in flight (the recovery plan
  * then decides what happens to that model call).
  */
-import type { DurableEventEnvelope } from '../../../protocol/events.js';
-import type { JsonValue } from '../../../protocol/json.js';
-import type { TransientSubscriberFrame } from '../../../protocol/frames.js';
-import type { AnySessionTool, SessionLanguageModel, SessionToolContext } from '../../../session/types.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import type { JsonValue } from '../protocol/json.js';
+import type { TransientSubscriberFrame } from '../protocol/frames.js';
+import type { AnySessionTool, SessionLanguageModel, SessionToolContext } from '../session/types.js';
 
 /** The model response being streamed now. */
 export interface InFlightResponse {

@@ -34,7 +34,7 @@ import {
   type RpcResult,
   type RpcWaitResult,
   type SessionObjectRpc,
-} from '../rpc.js';
+} from '../adapters/durable-object/rpc.js';
 import type {
   RpcDurabilityReadOptions,
   RunDeliveryInput,
@@ -44,31 +44,31 @@ import type {
   StartToolCallInput,
   ToolCallAccepted,
   ToolCallState,
-} from '../durability-rpc.js';
-import { appendReceiptOf } from '../append-receipt.js';
-import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../../../protocol/frames.js';
-import { DurableObjectSqlDriver } from '../storage-sql-driver.js';
-import type { SqlEventLog, SqlStoreTestHooks } from '../../sql/sql-event-log.js';
-import { SqlDurableEventStore } from '../../sql/sql-store.js';
+} from '../adapters/durable-object/durability-rpc.js';
+import { appendReceiptOf } from '../adapters/durable-object/append-receipt.js';
+import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../protocol/frames.js';
+import { DurableObjectSqlDriver } from '../adapters/durable-object/storage-sql-driver.js';
+import type { SqlEventLog, SqlStoreTestHooks } from '../adapters/sql/sql-event-log.js';
+import { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../../core/durability/ledger-contract.js';
-import { checkSessionId } from '../../../core/log-engine.js';
+} from '../core/durability/ledger-contract.js';
+import { checkSessionId } from '../core/log-engine.js';
 import type {
   DurableAppendResult,
   DurableExecutionFence,
   DurableExecutionLeaseRecord,
   DurableReadResult,
-} from '../../../core/store.js';
-import { DurableEventStoreError } from '../../../protocol/errors.js';
-import type { DurableEventDraft, DurableEventEnvelope } from '../../../protocol/events.js';
-import type { EventSequence, SessionId } from '../../../protocol/ids.js';
-import type { JsonValue } from '../../../protocol/json.js';
+} from '../core/store.js';
+import { DurableEventStoreError } from '../protocol/errors.js';
+import type { DurableEventDraft, DurableEventEnvelope } from '../protocol/events.js';
+import type { EventSequence, SessionId } from '../protocol/ids.js';
+import type { JsonValue } from '../protocol/json.js';
 import { SessionDurability } from './durability.js';
 import { OBJECT_SCHEMA } from './schema.js';
-import { migrateSqlSchema } from '../../sql/schema.js';
+import { migrateSqlSchema } from '../adapters/sql/schema.js';
 import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './outcomes.js';
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
 import { HeadWaiters, isPast } from './waiters.js';
@@ -76,7 +76,7 @@ import { SessionSockets } from './sockets.js';
 import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { ObjectCheckpoints } from './checkpoints.js';
-import type { SessionObjectCheckpointRpc } from '../checkpoint-rpc.js';
+import type { SessionObjectCheckpointRpc } from '../adapters/durable-object/checkpoint-rpc.js';
 import { CheckpointUploads } from './checkpoint-uploads.js';
 import {
   CHECKPOINT_SLICE_BYTES,
@@ -85,16 +85,16 @@ import {
   type DurableCheckpointExtension,
   type DurableCheckpointRecord,
   type DurableCheckpointSlice,
-} from '../../../core/checkpoint/contract.js';
-import type { RecoveryOperation } from '../../../protocol/recovery-operations.js';
+} from '../core/checkpoint/contract.js';
+import type { RecoveryOperation } from '../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
   RecoveryResults,
   RpcJournalCallOptions,
   SessionObjectJournalRpc,
   SessionProjectionResult,
-} from '../journal-rpc.js';
-import type { DurableCommitResult, DurableJournalCommand } from '../../../core/journal/journal-options.js';
+} from '../adapters/durable-object/journal-rpc.js';
+import type { DurableCommitResult, DurableJournalCommand } from '../core/journal/journal-options.js';
 import type {
   AgentAbortResult,
   AgentPermissionAnswer,
@@ -106,7 +106,7 @@ import type {
   AgentSteerInput,
   SessionAgentMount,
   SessionObjectAgentRpc,
-} from '../agent-rpc.js';
+} from '../adapters/durable-object/agent-rpc.js';
 import { SessionAgentHost } from './agent-host.js';
 
 /** `ledger_meta` key holding the session this object serves. */

@@ -34,7 +34,7 @@
  * All the state lives in the socket's attachment, so it survives hibernation.
  */
 
-import { SUBSCRIBER_REPLAY_PAGE_SIZE } from '../socket-protocol.js';
+import { SUBSCRIBER_REPLAY_PAGE_SIZE } from '../adapters/durable-object/socket-protocol.js';
 
 /** Bounds of the subscriber flow control (see the module header). */
 export interface SubscriberPacingLimits {

@@ -9,7 +9,7 @@
  * throughput is untouched; objects are evicted only after being idle, so the idle checkpoint
  * comes before the eviction and the next cold start folds (almost) nothing after it.
  */
-import type { SessionId } from '../../../protocol/ids.js';
+import type { SessionId } from '../protocol/ids.js';
 
 /** Quiet time after the last append before an idle checkpoint is written. */
 export const IDLE_CHECKPOINT_MS = 1000;

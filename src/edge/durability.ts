@@ -36,17 +36,17 @@ import type {
   StartToolCallInput,
   ToolCallAccepted,
   ToolCallState,
-} from '../durability-rpc.js';
-import type { SqlDurableEventStore } from '../../sql/sql-store.js';
-import { deliverDurably } from '../../../core/durability/deliver.js';
-import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
-import { checkDurabilityKey, checkDurabilityValue } from '../../../core/durability/ledger-engine.js';
-import { toolCallScope } from '../../../core/durability/scope.js';
-import { createAgentRuntime } from '../../../core/runtime/agent-runtime.js';
-import type { AgentRuntime } from '../../../core/runtime/runtime-types.js';
-import { DurabilityError } from '../../../protocol/errors.js';
-import type { SessionId } from '../../../protocol/ids.js';
-import { canonicalJson, type JsonValue } from '../../../protocol/json.js';
+} from '../adapters/durable-object/durability-rpc.js';
+import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
+import { deliverDurably } from '../core/durability/deliver.js';
+import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
+import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/ledger-engine.js';
+import { toolCallScope } from '../core/durability/scope.js';
+import { createAgentRuntime } from '../core/runtime/agent-runtime.js';
+import type { AgentRuntime } from '../core/runtime/runtime-types.js';
+import { DurabilityError } from '../protocol/errors.js';
+import type { SessionId } from '../protocol/ids.js';
+import { canonicalJson, type JsonValue } from '../protocol/json.js';
 import { broadcastDurability } from './frames.js';
 import {
   checkedPolicy,

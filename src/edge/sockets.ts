@@ -25,7 +25,7 @@
  * (`partial_response`) when acks bring it back to the head; one that does not ack is closed (see
  * `socket-pacing.ts`). Sending never waits: a socket whose send throws is closed and dropped.
  */
-import type { SqlEventLog } from '../../sql/sql-event-log.js';
+import type { SqlEventLog } from '../adapters/sql/sql-event-log.js';
 import {
   SUBSCRIBER_POLICY_CLOSE_CODE,
   SUBSCRIBER_SLOW_CLOSE_CODE,
@@ -33,12 +33,12 @@ import {
   frameByteLength,
   parseSubscriberAck,
   type SubscriberMessage,
-} from '../../../protocol/frames.js';
-import { DurableError, DurableEventSubscriptionError } from '../../../protocol/errors.js';
-import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../../protocol/cursor.js';
-import type { DurableEventEnvelope } from '../../../protocol/events.js';
-import { EventSequence, SessionId } from '../../../protocol/ids.js';
-import { MAX_READ_PAGE_BYTES } from '../../../protocol/limits.js';
+} from '../protocol/frames.js';
+import { DurableError, DurableEventSubscriptionError } from '../protocol/errors.js';
+import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../protocol/cursor.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import { EventSequence, SessionId } from '../protocol/ids.js';
+import { MAX_READ_PAGE_BYTES } from '../protocol/limits.js';
 import {
   applyAck,
   fits,

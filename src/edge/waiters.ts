@@ -7,7 +7,7 @@
  * Waiters live in memory only: a long poll is one RPC call, and an object that is evicted has no
  * calls in flight.
  */
-import type { EventSequence } from '../../../protocol/ids.js';
+import type { EventSequence } from '../protocol/ids.js';
 
 interface Waiter {
   after: number | null;

@@ -9,11 +9,11 @@
  * 3. `toolCallState` / `runStatus` turn the run table row plus the `run` record into what
  *    `getRun` reports.
  */
-import type { RunState, ToolCallState } from '../durability-rpc.js';
-import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
-import { durabilityIdentity } from '../../../core/durability/ledger-engine.js';
-import type { MountAgentOptions } from '../../../core/runtime/runtime-types.js';
-import type { JsonValue } from '../../../protocol/json.js';
+import type { RunState, ToolCallState } from '../adapters/durable-object/durability-rpc.js';
+import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
+import { durabilityIdentity } from '../core/durability/ledger-engine.js';
+import type { MountAgentOptions } from '../core/runtime/runtime-types.js';
+import type { JsonValue } from '../protocol/json.js';
 import type { ToolRunRow } from './runs.js';
 
 /** The agents a SessionObject mounts: agent name -> its tools (see `SessionObject.agents()`). */
