@@ -12,9 +12,31 @@
  * const result = await session.run('What is 2 + 3?');
  * console.log(result.output);
  */
+import { MemoryDurableEventStore } from './adapters/memory/memory-store.js';
+import { createSession as createStoredSession, resumeSession as resumeStoredSession } from './session/session.js';
+import type { ResumeSessionOptions, Session, SessionOptions } from './session/types.js';
+
+/**
+ * Starts a new session (see `docs/session.md`). Without `durableEventStore` the Session writes to a
+ * fresh `MemoryDurableEventStore`: same rules, nothing durable.
+ *
+ * @throws SessionDurableRecorderError when the log already holds events (use `resumeSession`)
+ */
+export function createSession(options: SessionOptions): Promise<Session> {
+  return createStoredSession({ ...options, durableEventStore: options.durableEventStore ?? new MemoryDurableEventStore() });
+}
+
+/**
+ * Resumes a session from its log: `none` -> idle; an accepted Request with a complete snapshot ->
+ * continued under the same `requestId`; anything else only as the recovery policy maps it, else
+ * `DurableSessionRecoveryRequiredError` carrying the plan. Without `durableEventStore` it reads a
+ * fresh (empty) `MemoryDurableEventStore`, so it refuses: use the store the session was written to.
+ */
+export function resumeSession(options: ResumeSessionOptions): Promise<Session> {
+  return resumeStoredSession({ ...options, durableEventStore: options.durableEventStore ?? new MemoryDurableEventStore() });
+}
+
 export {
-  createSession,
-  resumeSession,
   SAFE_RECOVERY_POLICY,
   AUTO_RECOVERY_POLICY,
   MAX_MODEL_RECALLS_PER_TURN,

@@ -20,7 +20,6 @@ import { DurableSessionJournal } from '../core/journal/journal.js';
 import { DurableExecutionLease } from '../core/lease/execution-lease.js';
 import type { DurableCheckpointPolicy } from '../core/checkpoint/policy.js';
 import type { DurableAppendOptions, DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
-import { MemoryDurableEventStore } from '../adapters/memory/memory-store.js';
 import { DurableEventStoreError, DurableExecutionLeaseError, SessionDurableRecorderError } from '../protocol/errors.js';
 import type { DurableInput, ModelSelection, Priority } from '../protocol/event-payloads.js';
 import { InputId, SessionId, WorkerId, type EventSequence, type RequestId } from '../protocol/ids.js';
@@ -200,6 +199,9 @@ function journalCheckpoints(policy: SessionOptions['checkpoints'], resuming: boo
   return resuming ? (policy ?? {}) : { ...policy, read: false };
 }
 
+/** Session options with the store chosen (the public entry supplies the in-memory default). */
+export type WithStore<T extends SessionOptions> = T & { durableEventStore: DurableEventStore };
+
 interface Opened {
   core: SessionCore;
   ownsLease: boolean;
@@ -207,12 +209,12 @@ interface Opened {
   storeTimeoutMs: number;
 }
 
-async function openCore(options: SessionOptions, sessionIdRequired: boolean): Promise<Opened> {
+async function openCore(options: WithStore<SessionOptions>, sessionIdRequired: boolean): Promise<Opened> {
   const settings = resolveSettings(options);
   const newId = options.generateId ?? defaultId;
   if (sessionIdRequired && options.sessionId === undefined) throw invalid('resumeSession needs a sessionId');
   const sessionId = SessionId(options.sessionId ?? newId('session'));
-  const store = options.durableEventStore ?? new MemoryDurableEventStore();
+  const store = options.durableEventStore;
   const storeTimeoutMs = options.durableStoreTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1 || storeTimeoutMs > MAX_DURABLE_STORE_TIMEOUT_MS) {
     throw invalid(`durableStoreTimeoutMs must be an integer in 1..${MAX_DURABLE_STORE_TIMEOUT_MS}`);
@@ -257,7 +259,8 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
 
 /**
  * Creates a new session: commits `session_created` on an empty log and returns an idle Session.
- * Without `durableEventStore` the Session runs in memory.
+ * The public entry (`agent-ledger/session`) fills in a `MemoryDurableEventStore` when
+ * `durableEventStore` is left out, so this layer imports no adapter.
  *
  * @throws SessionDurableRecorderError when the log already holds events (use `resumeSession`)
  *
@@ -265,7 +268,7 @@ async function openCore(options: SessionOptions, sessionIdRequired: boolean): Pr
  * const session = await createSession({ model, tools, durableEventStore: store });
  * const result = await session.run('Summarize the deployment log');
  */
-export async function createSession(options: SessionOptions): Promise<Session> {
+export async function createSession(options: WithStore<SessionOptions>): Promise<Session> {
   const opened = await openCore(options, false);
   const { core } = opened;
   try {
@@ -290,7 +293,7 @@ export async function createSession(options: SessionOptions): Promise<Session> {
  * const resumed = session.resumedRequest;
  * if (resumed) console.log((await resumed.result).output);
  */
-export async function resumeSession(options: ResumeSessionOptions): Promise<Session> {
+export async function resumeSession(options: WithStore<ResumeSessionOptions>): Promise<Session> {
   const opened = await openCore(options, true);
   const { core } = opened;
   try {
