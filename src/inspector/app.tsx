@@ -28,7 +28,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { DurableEventSubscription } from '../core/subscription/subscription.js';
 import { decodeDurableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
 import { isDurableError } from '../protocol/errors.js';
-import { statusOfCode } from '../app/http-errors.js';
+import { statusOfCode } from '../protocol/http-status.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
 import { ACTION_SCOPES, parseInspectorAction, runInspectorAction, type InspectorHost, type InspectorScope } from './backend.js';
 import { INSPECTOR_CSS, INSPECTOR_SCRIPT } from './assets.js';
