@@ -19,16 +19,7 @@ export interface StoreTestHooks {
   beforeCommit?: (sessionId: SessionId) => void;
 }
 
-/** Options every store call accepts. */
-export interface DurableStoreCallOptions {
-  /**
-   * Stops waiting; once aborted, no mutation starts. The call rejects with exactly the signal's reason
-   * (an `AbortError` when aborted without one; else whatever it is, e.g. the `TimeoutError` of `AbortSignal.timeout`).
-   * A store removes the abort listeners it adds to this signal when the call settles: callers such
-   * as the journal lend the same signal to their next call (never to two calls at once).
-   */
-  signal?: AbortSignal | undefined;
-}
+export type { DurableStoreCallOptions };
 
 /** The fence a lease holder passes with each append. */
 export interface DurableExecutionFence {
@@ -218,3 +209,4 @@ export type {
   DurabilityWaitDraft,
   DurabilityWaitTimeoutDraft,
 } from './durability/ledger-contract.js';
+import type { DurableStoreCallOptions } from './call-options.js';

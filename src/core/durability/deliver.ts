@@ -6,7 +6,7 @@
  * wakes every waiter that uses the same store object in this process directly (other processes
  * learn of it through the store's `watchDurability` or the host's `subscribe`).
  */
-import type { DurableStoreCallOptions } from '../store.js';
+import type { DurableStoreCallOptions } from '../call-options.js';
 import type { DurabilityLedgerStore } from './ledger-contract.js';
 import { checkDurabilitySessionId } from './ledger-engine.js';
 import type { DeliveryInput, DeliveryReceipt } from './port-types.js';

@@ -14,7 +14,7 @@
  * The ledger is deliberately not part of the event log: the 23 event types are fixed, and the
  * projector must never see durability records.
  */
-import type { DurableStoreCallOptions } from '../store.js';
+import type { DurableStoreCallOptions } from '../call-options.js';
 import type { JsonValue } from '../../protocol/json.js';
 import { MAX_EVENT_BYTES } from '../../protocol/limits.js';
 import type { SessionId } from '../../protocol/ids.js';
