@@ -101,20 +101,41 @@ export default defineConfig(
     files: ['src/protocol/**/*.ts', 'src/core/**/*.ts', 'src/session/**/*.ts', 'src/session.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': ['error', { patterns: runtimeFreeImportPatterns }],
-      // Imports point downwards only: protocol <- core <- adapters/conformance <- app <- worker.
+    },
+  },
+  {
+    // Imports point downwards only: protocol <- core <- session/inspector/conformance <- adapters
+    // <- edge <- app <- entries, worker. Each zone names the folders a floor may not import.
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    rules: {
       'import-x/no-restricted-paths': [
         'error',
         {
           zones: [
             {
               target: './src/protocol',
-              from: ['./src/core', './src/adapters', './src/app', './src/conformance', './worker'],
+              from: ['./src/core', './src/session', './src/inspector', './src/conformance', './src/adapters', './src/edge', './src/app', './src/cli', './src/chat', './src/agent-client', './worker'],
               message: 'src/protocol is the bottom layer and imports nothing above it.',
             },
             {
               target: './src/core',
-              from: ['./src/adapters', './src/app', './src/conformance', './worker'],
+              from: ['./src/session', './src/inspector', './src/conformance', './src/adapters', './src/edge', './src/app', './src/cli', './src/chat', './src/agent-client', './worker'],
               message: 'src/core may import src/protocol only.',
+            },
+            {
+              target: ['./src/session', './src/inspector', './src/conformance'],
+              from: ['./src/adapters', './src/edge', './src/app', './src/cli', './src/chat', './src/agent-client', './worker'],
+              message: 'src/session, src/inspector and src/conformance import only src/protocol and src/core (and each other where a type is shared).',
+            },
+            {
+              target: './src/adapters',
+              from: ['./src/edge', './src/app', './src/cli', './src/chat', './src/agent-client', './worker'],
+              message: 'An adapter moves bytes for a store: it imports no host, app or client above it.',
+            },
+            {
+              target: './src/edge',
+              from: ['./src/app', './src/cli', './src/chat', './src/agent-client', './worker'],
+              message: 'The edge host imports the layers below it, never the HTTP app or the clients.',
             },
           ],
         },
