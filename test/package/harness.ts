@@ -99,10 +99,14 @@ export async function runOk(command: string, args: readonly string[], options: P
   return result.output;
 }
 
-/** `npm` as a Node script (no shell, no PATH lookup). */
+/**
+ * `npm` as a Node script (no shell, no PATH lookup): the one beside this Node, else the one that
+ * started the run (`npm_execpath`; the Node binaries of scripts/test-node-versions.mjs ship no npm).
+ */
 export function npmCli(): string {
   const candidates = [
     path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js'),
+    process.env['npm_execpath'],
   ];
   for (const candidate of candidates) {
     if (candidate !== undefined && candidate.endsWith('npm-cli.js') && existsSync(candidate)) return candidate;
@@ -268,11 +272,16 @@ export async function installConsumer(dir: string, packed: PackedPackage, option
   placeNativeAddons(dir);
 }
 
-/** Puts the repository's better-sqlite3 addon into a consumer that installed better-sqlite3 (see the header). */
+/**
+ * Puts the repository's better-sqlite3 addon into a consumer that installed better-sqlite3 (see the
+ * header). On another Node, scripts/test-node-versions.mjs names in AGENT_LEDGER_BETTER_SQLITE3_DIR
+ * the copy it built for that Node.
+ */
 function placeNativeAddons(dir: string): void {
   const target = path.join(dir, 'node_modules', 'better-sqlite3');
   if (!existsSync(target)) return;
-  const built = path.join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  const source = process.env['AGENT_LEDGER_BETTER_SQLITE3_DIR'] ?? path.join(ROOT, 'node_modules', 'better-sqlite3');
+  const built = path.join(source, 'build', 'Release', 'better_sqlite3.node');
   mkdirSync(path.join(target, 'build', 'Release'), { recursive: true });
   copyFileSync(built, path.join(target, 'build', 'Release', 'better_sqlite3.node'));
 }
