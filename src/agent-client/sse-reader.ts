@@ -9,7 +9,7 @@
  */
 
 /** One dispatched message. */
-export interface SseMessage {
+interface SseMessage {
   /** `event:` field, `message` when absent. */
   readonly event: string;
   readonly data: string;

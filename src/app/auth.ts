@@ -25,7 +25,7 @@ export const TOKEN_SCOPES = ['read', 'append', 'subscribe', 'recover', 'lease', 
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 /** Audience claim of every session token this Worker mints. */
-export const TOKEN_AUDIENCE = 'agent-ledger';
+const TOKEN_AUDIENCE = 'agent-ledger';
 /** Longest session-token lifetime: 30 days. */
 export const MAX_TOKEN_TTL_SECONDS = 30 * 24 * 60 * 60;
 /** Lifetime of a session token when the request does not say: 1 hour. */
@@ -79,7 +79,7 @@ function forbidden(message: string): HttpProblem {
 }
 
 /** The `bearer.<token>` entry of a `Sec-WebSocket-Protocol` header, if any. */
-export function tokenFromSubprotocols(header: string | null): string | undefined {
+function tokenFromSubprotocols(header: string | null): string | undefined {
   if (header === null) return undefined;
   for (const entry of header.split(',')) {
     const protocol = entry.trim();
@@ -110,7 +110,7 @@ async function sha256(text: string): Promise<Uint8Array> {
 }
 
 /** Compares two secrets in time independent of where they differ (digests have equal length). */
-export async function constantTimeEqual(a: string, b: string): Promise<boolean> {
+async function constantTimeEqual(a: string, b: string): Promise<boolean> {
   const [left, right] = await Promise.all([sha256(a), sha256(b)]);
   let difference = 0;
   for (let index = 0; index < left.length; index++) difference |= (left[index] ?? 0) ^ (right[index] ?? 0);

@@ -30,11 +30,11 @@ import { MAX_BATCH_BYTES } from '../protocol/limits.js';
  */
 export const MAX_REQUEST_BODY_BYTES = MAX_BATCH_BYTES + 1024 * 1024;
 /** Wire bytes allowed per compact byte: six for `\u`-escaped ASCII (Go escapes `<>&`), plus indentation. */
-export const WIRE_BYTES_PER_COMPACT_BYTE = 8;
+const WIRE_BYTES_PER_COMPACT_BYTE = 8;
 /** Largest body of the small control routes (leases, tokens). */
 export const MAX_CONTROL_BODY_BYTES = 64 * 1024;
 /** Most bytes of a refused body read (and dropped) so the client sees the 413 (see the module header). */
-export const MAX_DISCARDED_BODY_BYTES = 128 * 1024 * 1024;
+const MAX_DISCARDED_BODY_BYTES = 128 * 1024 * 1024;
 
 /** Reads and drops the rest of a stream, at most `budget` more bytes; then stops reading, without cancelling. */
 async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, budget: number): Promise<void> {
@@ -97,38 +97,11 @@ async function refuseDeclaredLength(request: Request, wireLimit: number, limit: 
   }
 }
 
-/** Reads at most `maxBytes` of the body; throws `DURABLE_EVENT_LIMIT_EXCEEDED` past it. */
-export async function readBoundedBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
-  await refuseDeclaredLength(request, maxBytes, maxBytes);
-  const body = request.body;
-  if (body === null) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await discardRest(reader, MAX_DISCARDED_BODY_BYTES - total);
-      throw tooLarge(maxBytes);
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
-}
-
 /**
  * Most bytes on the wire for a JSON body whose compact form may take `maxBytes`: escaping one
  * UTF-8 byte as `\u003c` takes six, and indentation adds a little on top.
  */
-export function maxWireBytes(maxBytes: number): number {
+function maxWireBytes(maxBytes: number): number {
   return WIRE_BYTES_PER_COMPACT_BYTE * maxBytes;
 }
 
@@ -137,7 +110,7 @@ export function maxWireBytes(maxBytes: number): number {
  * when the compact form exceeds `maxBytes` or the wire bytes exceed {@link maxWireBytes}. Only the
  * compact bytes are kept, so the limit means the same for every JSON encoder a client may use.
  */
-export async function readCompactJsonBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+async function readCompactJsonBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   const wireLimit = maxWireBytes(maxBytes);
   await refuseDeclaredLength(request, wireLimit, maxBytes);
   const body = request.body;

@@ -53,7 +53,7 @@ interface ProblemSource {
  * The problem document of an error. Domain errors and {@link HttpProblem}s keep their code and
  * message; anything else becomes `DURABLE_EVENT_UNAVAILABLE` without leaking internals.
  */
-export function problemOf(error: unknown): ProblemDocument {
+function problemOf(error: unknown): ProblemDocument {
   const source = sourceOf(error);
   const status = statusOfCode(source.code);
   return {

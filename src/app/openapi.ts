@@ -40,7 +40,7 @@ import type { RouteSpec } from './route-kit.js';
 import { fencingTokenSchema, leaseIdSchema, problemSchema, workerIdSchema } from './schemas.js';
 
 /** A JSON Schema object (as produced by zod). */
-export type JsonSchema = Record<string, unknown>;
+type JsonSchema = Record<string, unknown>;
 
 /** The generated document (only the members this API uses are typed). */
 export interface OpenApiDocument {
@@ -54,7 +54,7 @@ export interface OpenApiDocument {
 }
 
 /** The document's `info` object. */
-export interface OpenApiInfo {
+interface OpenApiInfo {
   title: string;
   version: string;
   description?: string;

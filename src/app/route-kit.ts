@@ -29,10 +29,10 @@ export type AppEnv = { Bindings: AppBindings; Variables: AppVariables };
 /** Hono context of this Worker. */
 export type AppContext = Context<AppEnv>;
 /** Methods the API uses. */
-export type HttpMethod = 'get' | 'post';
+type HttpMethod = 'get' | 'post';
 
 /** A documented response other than the main JSON one (WebSocket upgrade, event stream...). */
-export interface ExtraResponseDoc {
+interface ExtraResponseDoc {
   status: number;
   description: string;
   contentType?: string;
@@ -40,7 +40,7 @@ export interface ExtraResponseDoc {
 }
 
 /** A documented request header. */
-export interface HeaderDoc {
+interface HeaderDoc {
   name: string;
   description: string;
 }

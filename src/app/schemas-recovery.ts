@@ -44,7 +44,7 @@ const looseRecord = z.record(z.string(), z.unknown());
 // ---- commands ----
 
 /** One draft of a command: a `DurableEventDraft` whose `commandId` may be omitted (the journal stamps it). */
-export const commandEventDraftSchema = z
+const commandEventDraftSchema = z
   .looseObject({ type: z.enum(DURABLE_EVENT_TYPES), data: looseRecord, commandId: commandIdSchema.optional() })
   .meta({
     id: 'CommandEventDraft',
@@ -97,7 +97,7 @@ export const commandResponseSchema = z
 
 // ---- projection ----
 
-export const sessionProjectionSchema = z
+const sessionProjectionSchema = z
   .looseObject({
     sessionId: sessionIdSchema.nullable(),
     status: z.enum(['empty', 'open', 'closed']),
@@ -112,7 +112,7 @@ export const sessionProjectionSchema = z
   })
   .meta({ id: 'SessionProjection', description: 'The folded state of the session log (DurableSessionProjection).' });
 
-export const recoveryPlanSchema = z
+const recoveryPlanSchema = z
   .looseObject({
     action: z.enum(DURABLE_RECOVERY_ACTIONS as [string, ...string[]]),
     reason: z.string(),

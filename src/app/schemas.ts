@@ -22,7 +22,7 @@ import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../protoco
 import { MAX_TOKEN_TTL_SECONDS, TOKEN_SCOPES } from './auth.js';
 
 /** Longest long-poll a read may ask for (`waitMs`). */
-export const MAX_LONG_POLL_MS = 30_000;
+const MAX_LONG_POLL_MS = 30_000;
 
 /** A lease owner (worker) id. */
 export const workerIdSchema = z.custom<WorkerId>((value) => isValidId(value), {

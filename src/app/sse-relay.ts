@@ -49,17 +49,17 @@ interface RelaySocket {
   addEventListener(type: 'error', listener: () => void): void;
 }
 
-export const SSE_RELAY_MAX_BUFFERED_BYTES = 3 * 1024 * 1024;
+const SSE_RELAY_MAX_BUFFERED_BYTES = 3 * 1024 * 1024;
 /**
  * Free room the response queue must keep for the relay to acknowledge at once: the object's
  * default window (1 MiB) plus one frame of a 1 MiB event, with margin.
  */
-export const SSE_RELAY_ACK_HEADROOM_BYTES = 2 * 1024 * 1024 + 64 * 1024;
+const SSE_RELAY_ACK_HEADROOM_BYTES = 2 * 1024 * 1024 + 64 * 1024;
 /** WebSocket close code the relay uses toward the object when its reader fell behind. */
-export const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
+const SLOW_SUBSCRIBER_CLOSE_CODE = 1013;
 
 /** Options of {@link sseRelayResponse}. */
-export interface SseRelayOptions {
+interface SseRelayOptions {
   /** The session object (`fetch` accepts the WebSocket subscription). */
   object: { fetch(request: Request): Promise<Response> };
   sessionId: SessionId;

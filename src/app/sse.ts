@@ -30,9 +30,9 @@ import { callObject } from './session-rpc.js';
 /** Longest life of one SSE response; the client reconnects with `Last-Event-ID` after it. */
 export const SSE_MAX_LIFETIME_MS = 5 * 60 * 1000;
 /** Longest single wait on the object while live (a keep-alive comment follows an empty wait). */
-export const SSE_LIVE_WAIT_MS = 20_000;
+const SSE_LIVE_WAIT_MS = 20_000;
 /** Events per replay page. */
-export const SSE_PAGE_SIZE = 500;
+const SSE_PAGE_SIZE = 500;
 /** Reconnect delay suggested to EventSource clients. */
 export const SSE_RETRY_MS = 1000;
 
@@ -101,7 +101,7 @@ function errorFrame(error: unknown): string {
 }
 
 /** Options of {@link sseResponse}. */
-export interface SseOptions {
+interface SseOptions {
   object: SessionObjectRpc;
   sessionId: SessionId;
   /** Verified resume cursor, or `undefined` to start at the first event. */

@@ -12,7 +12,7 @@ import type { FC } from 'hono/jsx';
 export const CHAT_ASSET_PREFIX = '/chat/assets';
 
 /** The page (see the module header). */
-export const ChatPage: FC = () => (
+const ChatPage: FC = () => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />

@@ -31,7 +31,7 @@ function globals(command: Command): GlobalOptions {
 }
 
 /** Checks a session ID argument. */
-export function sessionArg(raw: string, label = 'session'): SessionId {
+function sessionArg(raw: string, label = 'session'): SessionId {
   const problem = describeInvalidId(raw);
   if (problem !== undefined) throw new CliError(`${label} ID ${JSON.stringify(raw.slice(0, 64))} ${problem}`);
   // SAFETY: checked with the SessionId rule just above.

@@ -15,7 +15,7 @@ import { CliError, EXIT_FAILURE } from './output.js';
 import { registerCommands } from './commands.js';
 
 /** Builds the commander program (exported for tests that want the help text in-process). */
-export function buildProgram(): Command {
+function buildProgram(): Command {
   const program = new Command();
   program
     .name('agent-ledger')

@@ -24,15 +24,6 @@ export const EXIT_FAILURE = 1;
 /** Exit code of `verify` when it found a defect, and of `inspect` when the log does not project. */
 export const EXIT_DEFECT = 2;
 
-/** What every command receives about output. */
-export interface OutputOptions {
-  json: boolean;
-  /** Where results go (default `process.stdout`). */
-  stdout?: NodeJS.WritableStream;
-  /** Where progress and notes go (default `process.stderr`). */
-  stderr?: NodeJS.WriteStream | NodeJS.WritableStream;
-}
-
 /** Writes one line to stdout. */
 export function println(text = ''): void {
   process.stdout.write(`${text}\n`);

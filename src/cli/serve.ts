@@ -20,7 +20,7 @@ import { CliError, printJson, println } from './output.js';
 import type { OpenedStore } from './stores.js';
 
 /** Options of {@link startInspectorServer}. */
-export interface InspectorServerOptions {
+interface InspectorServerOptions {
   port: number;
   host: string;
   json: boolean;

@@ -20,7 +20,7 @@ import type { WebSocketConstructorLike } from '../adapters/http/websocket-watch.
 import { CliError } from './output.js';
 
 /** The kinds of store a URL can name. */
-export type StoreKind = 'jsonl' | 'sqlite' | 'postgres' | 'http';
+type StoreKind = 'jsonl' | 'sqlite' | 'postgres' | 'http';
 
 /** A parsed store argument. */
 export interface StoreSpec {
@@ -39,7 +39,7 @@ export interface OpenedStore {
 }
 
 /** Default environment variable holding the bearer token of an HTTP store. */
-export const DEFAULT_TOKEN_ENV = 'AGENT_LEDGER_TOKEN';
+const DEFAULT_TOKEN_ENV = 'AGENT_LEDGER_TOKEN';
 
 /**
  * Parses a store argument.
@@ -76,7 +76,7 @@ export function parseStoreUrl(raw: string): StoreSpec {
 }
 
 /** Options of {@link openStore}. */
-export interface OpenStoreOptions {
+interface OpenStoreOptions {
   /** The store must already exist (read commands); a target of `copy` may be created. */
   mustExist: boolean;
   /** Environment variable with the HTTP bearer token. */
@@ -209,7 +209,7 @@ async function openPostgres(spec: StoreSpec, mustExist: boolean): Promise<Opened
 }
 
 /** A URL with its password replaced by `***` (for messages). */
-export function redactUrl(text: string): string {
+function redactUrl(text: string): string {
   try {
     const url = new URL(text);
     if (url.password !== '') url.password = '***';

@@ -39,7 +39,7 @@ import { EVENTS_DIRECTORY, sessionPaths } from '../adapters/node/jsonl/session-p
 import { readLedger } from '../inspector/model/inspection.js';
 
 /** One defect, with where it is. */
-export interface VerifyDefect {
+interface VerifyDefect {
   /** `log line at byte 1234`, `sequence 12`, `ledger line at byte 56`, `checkpoint at sequence 4096`, `store`. */
   where: string;
   message: string;
@@ -132,7 +132,7 @@ class EventDigestCheck {
 }
 
 /** Progress callback: events checked so far and the expected total. */
-export type VerifyProgress = (done: number, total: number) => void;
+type VerifyProgress = (done: number, total: number) => void;
 
 /** The store's decoder: a line that is not valid UTF-8 is corrupt, not repaired. */
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

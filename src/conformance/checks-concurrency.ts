@@ -14,7 +14,7 @@ import type { ConformanceCheck } from './types.js';
 type Check = ConformanceCheck<DurableEventStore>;
 
 /** How many appends race in each concurrency check. */
-export const RACERS = 8;
+const RACERS = 8;
 
 function splitSettled(
   results: PromiseSettledResult<DurableAppendResult>[],

@@ -46,15 +46,15 @@ type Ctx = ConformanceContext<DurableEventStore>;
  * and for a heartbeat delayed by a loaded machine (up to TTL minus one period, 1.75 s) not to fail
  * a healthy handle.
  */
-export const HANDLE_TTL_MS = 2_000;
+const HANDLE_TTL_MS = 2_000;
 /** Heartbeat period of those handles. */
-export const HANDLE_HEARTBEAT_MS = 250;
+const HANDLE_HEARTBEAT_MS = 250;
 
 /** A lease method a {@link LeaseFaultStore} can disturb. */
-export type LeaseMethod = 'acquire' | 'renew' | 'release' | 'assert';
+type LeaseMethod = 'acquire' | 'renew' | 'release' | 'assert';
 
 /** What happens to calls of one lease method. */
-export type LeaseFault =
+type LeaseFault =
   /** Waits `ms`, then runs the real call; ignores the call's signal unless `honorSignal`. */
   | { kind: 'delay'; ms: number; honorSignal?: boolean }
   /** Never settles (and ignores the signal). */
@@ -63,7 +63,7 @@ export type LeaseFault =
   | { kind: 'fail'; error: () => unknown };
 
 /** One lease call seen by a {@link LeaseFaultStore}; times are the fault store's `time.monotonicNow()` milliseconds. */
-export interface LeaseCallRecord {
+interface LeaseCallRecord {
   method: LeaseMethod;
   /** The lease the call names (the acquisition's `leaseId`, or the fence's). */
   leaseId: string;

@@ -293,7 +293,7 @@ export function isoOf(ms: number): string {
 }
 
 /** Default event ID source: a random UUID. */
-export function randomEventId(): EventId {
+function randomEventId(): EventId {
   return EventId(crypto.randomUUID());
 }
 

@@ -183,7 +183,7 @@ function checkId(value: unknown, label: string): string {
  * What unblocks a parked host: the recovery routes whose operation acts on the plan's action,
  * under the execution lease (see docs/edge-agents.md, Eviction and crashes).
  */
-export function unblockHint(sessionId: string, plan: DurableRecoveryPlan | null): string {
+function unblockHint(sessionId: string, plan: DurableRecoveryPlan | null): string {
   const base = `/v1/sessions/${sessionId}`;
   const routes = Object.values(RECOVERY_OPERATIONS)
     .filter((operation) => operation.mutates && plan !== null && (operation.planActions as readonly string[]).includes(plan.action))
@@ -197,7 +197,7 @@ export function unblockHint(sessionId: string, plan: DurableRecoveryPlan | null)
 }
 
 /** What the object lends to its agent host. */
-export interface AgentHostDeps {
+interface AgentHostDeps {
   readonly store: SqlDurableEventStore;
   readonly timers: TimerTable;
   /** The owner's mount (`SessionObject.sessionAgent()`), read once per instance. */

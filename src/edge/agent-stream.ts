@@ -27,7 +27,7 @@ import type { TransientSubscriberFrame } from '../protocol/frames.js';
 import type { AnySessionTool, SessionLanguageModel, SessionToolContext } from '../session/types.js';
 
 /** The model response being streamed now. */
-export interface InFlightResponse {
+interface InFlightResponse {
   requestId: string;
   turnId: string;
   modelAttemptId: string;
@@ -35,7 +35,7 @@ export interface InFlightResponse {
 }
 
 /** Where frames go: every subscribed socket of the session (see `sockets.ts`). */
-export type FrameSink = (frame: string) => void;
+type FrameSink = (frame: string) => void;
 
 const ATTEMPT_TERMINALS = new Set(['model_request_completed', 'model_request_failed', 'model_request_aborted']);
 const TURN_TERMINALS = new Set(['turn_completed', 'turn_aborted', 'request_completed', 'request_failed', 'request_interrupted']);

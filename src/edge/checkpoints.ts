@@ -12,9 +12,9 @@
 import type { SessionId } from '../protocol/ids.js';
 
 /** Quiet time after the last append before an idle checkpoint is written. */
-export const IDLE_CHECKPOINT_MS = 1000;
+const IDLE_CHECKPOINT_MS = 1000;
 /** Fewest new events that justify an idle checkpoint. */
-export const IDLE_CHECKPOINT_MIN_EVENTS = 256;
+const IDLE_CHECKPOINT_MIN_EVENTS = 256;
 
 /** Counts appended events and triggers checkpoint maintenance when appends pause. */
 export class ObjectCheckpoints {

@@ -67,7 +67,7 @@ export const RESUME_CHECK_MS = 60_000;
 export const USER_TIMER_RETRY_DELAY_MS = 5_000;
 
 /** What the object lends to its durability part. */
-export interface DurabilityHost {
+interface DurabilityHost {
   readonly ctx: DurableObjectState;
   readonly store: SqlDurableEventStore;
   agents(): AgentMounts;

@@ -153,7 +153,7 @@ export function fits(cursor: SocketCursor, bytes: number, objectInFlight: number
 }
 
 /** The outcome of an ack. */
-export type AckOutcome = { kind: 'moved'; cursor: SocketCursor } | { kind: 'ignored' } | { kind: 'violation'; reason: string };
+type AckOutcome = { kind: 'moved'; cursor: SocketCursor } | { kind: 'ignored' } | { kind: 'violation'; reason: string };
 
 /** Applies an acknowledgement of `bytes` (cumulative) to a socket's counters. */
 export function applyAck(cursor: SocketCursor, bytes: number): AckOutcome {

@@ -74,7 +74,7 @@ function describe(error: unknown): { code: string; message: string } {
 }
 
 /** Options of {@link SessionSockets}. */
-export interface SessionSocketsOptions {
+interface SessionSocketsOptions {
   /** Flow-control bounds, read at each use (defaults: `DEFAULT_SUBSCRIBER_PACING`). */
   limits?: () => Partial<SubscriberPacingLimits> | undefined;
   /** The `partial_response` frame of a model response in flight, sent right after `caught_up`. */

@@ -241,7 +241,7 @@ export class TimerTable {
 }
 
 /** The payload of a sleep, wait, retry or resume row: the call it belongs to. */
-export interface RunTimerPayload {
+interface RunTimerPayload {
   sessionId: SessionId;
   scope: string;
   key?: string;

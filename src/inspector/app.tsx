@@ -38,7 +38,7 @@ import { ASSET_PREFIX, EventRow, EVENTS_PER_PAGE, InspectorPage, LoginPage } fro
 /** Name of the cookie that carries the viewer's token. */
 export const INSPECTOR_COOKIE = 'agent_ledger_inspector';
 /** Header every action request must carry. */
-export const INSPECTOR_ACTION_HEADER = 'x-agent-ledger-inspector';
+const INSPECTOR_ACTION_HEADER = 'x-agent-ledger-inspector';
 /** The Content-Security-Policy of every inspector answer. */
 export const INSPECTOR_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -48,7 +48,7 @@ const DEFAULT_TAIL_LIFETIME_MS = 5 * 60_000;
 const KEEP_ALIVE_MS = 15_000;
 
 /** Path of the page of `sessionId`. */
-export function inspectPath(sessionId: string): string {
+function inspectPath(sessionId: string): string {
   return `/v1/sessions/${encodeURIComponent(sessionId)}/inspect`;
 }
 
@@ -80,9 +80,6 @@ const forbidden = (detail: string): Response => problem(403, 'Forbidden', detail
 function statusOf(error: unknown): number {
   return isDurableError(error) ? statusOfCode(error.code) : 500;
 }
-
-/** Options of {@link createInspectorApp}. */
-export type CreateInspectorAppOptions<E> = InspectorHost<E>;
 
 /**
  * Builds the inspector's Hono app for a host (local stores or the Worker).

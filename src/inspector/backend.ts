@@ -32,7 +32,7 @@ export type InspectorScope = 'read' | 'subscribe' | 'recover' | 'deliver' | 'for
 export const ALL_INSPECTOR_SCOPES: ReadonlySet<InspectorScope> = new Set(['read', 'subscribe', 'recover', 'deliver', 'fork']);
 
 /** The store shape the inspector reads and acts through. */
-export type InspectorStore = DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityLedgerStore>;
+type InspectorStore = DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityLedgerStore>;
 
 /** Where the inspector runs. `E` is the host's environment (Worker bindings; nothing on Node). */
 export interface InspectorHost<E> {
@@ -66,7 +66,7 @@ export interface InspectorHost<E> {
 export type InspectorPermissionAction = Extract<InspectorAction, { action: 'resolve-permission' }>;
 
 /** An action request, as the page's script posts it. */
-export type InspectorAction =
+type InspectorAction =
   | { action: 'resolve-permission'; commandId: string; permissionRequestId: string; decision: PermissionDecision; message?: string }
   | { action: 'reconcile-tool-outcome'; commandId: string; toolAttemptId: string; outcome: DurableToolOutcome }
   | { action: 'reconcile-model-outcome'; commandId: string; requestId: string; turnId: string; modelAttemptId: string; outcome: DurableModelOutcome }

@@ -215,7 +215,7 @@ export const EventRow: FC<{ event: DurableEventEnvelope }> = ({ event }) => {
 };
 
 /** Props of {@link InspectorPage}. */
-export interface InspectorPageProps {
+interface InspectorPageProps {
   inspection: Inspection;
   scopes: ReadonlySet<InspectorScope>;
   basePath: string;

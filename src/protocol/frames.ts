@@ -286,14 +286,14 @@ export const SUBSCRIBER_ACK_EVERY_BYTES = 32 * 1024;
 export const SUBSCRIBER_ACK_IDLE_MS = 20;
 
 /** An acknowledgement sent by the client. */
-export interface SubscriberAckMessage {
+interface SubscriberAckMessage {
   type: 'ack';
   /** Cumulative UTF-8 bytes of the text frames received and processed on this socket (`pong` excluded). */
   bytes: number;
 }
 
 /** The zod schema of {@link SubscriberAckMessage} (OpenAPI, tests). */
-export const subscriberAckSchema = z
+const subscriberAckSchema = z
   .strictObject({ type: z.literal('ack'), bytes: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })
   .meta({
     id: 'SubscriptionAck',
@@ -367,7 +367,7 @@ const eventPositionFrameSchema = z.looseObject({
 });
 
 /** Options of {@link parseSubscriptionFrame}. */
-export interface ParseSubscriptionFrameOptions {
+interface ParseSubscriptionFrameOptions {
   /**
    * `full` (default): an `event` frame's envelope is validated with the protocol's strict schema.
    * `position`: only its position fields are (see above); the rest is passed through unchecked.
@@ -376,7 +376,7 @@ export interface ParseSubscriptionFrameOptions {
 }
 
 /** True when `type` is a known frame kind. */
-export function isSubscriptionFrameType(type: unknown): type is SubscriptionFrameType {
+function isSubscriptionFrameType(type: unknown): type is SubscriptionFrameType {
   return typeof type === 'string' && Object.hasOwn(SUBSCRIPTION_FRAME_KINDS, type);
 }
 

@@ -40,7 +40,7 @@ export const HTTP_PATHS = {
 export type HttpPathTemplate = (typeof HTTP_PATHS)[keyof typeof HTTP_PATHS];
 
 /** The placeholder names of a path template: `'/a/{x}/b/{y}'` -> `'x' | 'y'`. */
-export type HttpPathParamNames<P extends string> = P extends `${string}{${infer Name}}${infer Rest}`
+type HttpPathParamNames<P extends string> = P extends `${string}{${infer Name}}${infer Rest}`
   ? Name | HttpPathParamNames<Rest>
   : never;
 

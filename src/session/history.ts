@@ -44,7 +44,7 @@ interface ToolOutcome {
 }
 
 /** Per-Request facts the loop needs besides the messages. */
-export interface RequestFacts {
+interface RequestFacts {
   /** `hasToolCalls` of the Request's last completed Turn. */
   lastTurnHadToolCalls: boolean;
   /** The last confirmed response (for `request_completed.output`). */

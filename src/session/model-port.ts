@@ -38,11 +38,8 @@ import type {
 } from '@ai-sdk/provider';
 import { abortReason } from '../core/abort.js';
 import type { ContentPart, DurableInput, ModelIdentity, ModelResponse, ModelStopReason, ModelToolCall, ModelUsage } from '../protocol/event-payloads.js';
-import { isLosslessJson, type JsonObject, type JsonValue } from '../protocol/json.js';
+import { isLosslessJson, type JsonValue } from '../protocol/json.js';
 import type { AnySessionTool, SessionHistoryMessage, SessionLanguageModel, SessionOptions } from './types.js';
-
-/** The specification versions the port accepts, newest first. */
-export const MODEL_SPECIFICATION_VERSIONS = ['v4', 'v3'] as const;
 
 /** Whether `value` is a model the port accepts (`specificationVersion` `'v4'` or `'v3'`). */
 export function isSessionLanguageModel(value: unknown): value is SessionLanguageModel {
@@ -59,7 +56,7 @@ export function unsupportedModelMessage(value: unknown): string {
 }
 
 /** The `api` of `modelIdentity` before the specification version (`ai-sdk.language-model.v4`). */
-export const MODEL_PORT_API = 'ai-sdk.language-model';
+const MODEL_PORT_API = 'ai-sdk.language-model';
 
 /** `modelIdentity` recorded unless the host names another: the provider and the specification version it implements. */
 export function modelIdentityOf(model: SessionLanguageModel): ModelIdentity {
@@ -144,7 +141,7 @@ export function toPrompt(system: string | undefined, history: readonly SessionHi
  * `data`: V4 tags it (`{ type: 'data', data }` or `{ type: 'url', url }`), V3 holds the bytes,
  * base64 text or URL itself. Messages without a file part are shared, not copied.
  */
-export function toV3Prompt(prompt: LanguageModelV4Prompt): LanguageModelV3Prompt {
+function toV3Prompt(prompt: LanguageModelV4Prompt): LanguageModelV3Prompt {
   return prompt.map((message) => {
     if (message.role !== 'user' || !message.content.some((part) => part.type === 'file')) {
       // SAFETY: system, assistant and tool messages the port builds (text, tool-call and
@@ -182,7 +179,7 @@ export function toTools(tools: Readonly<Record<string, AnySessionTool>>): Langua
 }
 
 /** The provider's original arguments as a JSON value: parsed JSON text, or the raw text when it does not parse. */
-export function parseToolArguments(input: unknown): JsonValue {
+function parseToolArguments(input: unknown): JsonValue {
   if (typeof input !== 'string') return isLosslessJson(input) ? input : String(input);
   if (input.trim() === '') return {};
   try {
@@ -218,7 +215,7 @@ function usage(value: Usage | undefined): ModelUsage | undefined {
 }
 
 /** What `callLanguageModel` needs. */
-export interface ModelCall {
+interface ModelCall {
   model: SessionLanguageModel;
   streaming: boolean;
   prompt: LanguageModelV4Prompt;
@@ -362,9 +359,4 @@ export async function callLanguageModel(call: ModelCall): Promise<ModelResponse>
     ...(reason === undefined ? {} : { stopReason: reason }),
     ...(tokens === undefined ? {} : { usage: tokens }),
   };
-}
-
-/** Shape check used when restoring: a JSON object. */
-export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && isLosslessJson(value);
 }

@@ -30,7 +30,7 @@ import type { SessionCore } from './core.js';
 import type { SessionPermissionDecision, SessionRecoveryContext, SessionRecoveryPolicy } from './types.js';
 
 /** What the Session does after recovery. */
-export type RecoveryOutcome = { kind: 'idle' } | { kind: 'drive'; request: DurableActiveRequestView };
+type RecoveryOutcome = { kind: 'idle' } | { kind: 'drive'; request: DurableActiveRequestView };
 
 /** Most recovery commands one resume applies before giving up (a plan that never converges is a bug). */
 const MAX_RECOVERY_STEPS = 64;
@@ -106,7 +106,7 @@ function decisionOf(answer: SessionPermissionDecision): { decision: 'allow' | 'd
 }
 
 /** Resume settings the recovery step needs. */
-export interface RecoverySettings {
+interface RecoverySettings {
   policy: SessionRecoveryPolicy;
   storeTimeoutMs: number;
   leaseStore: DurableExecutionLeaseStore | undefined;

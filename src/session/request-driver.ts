@@ -47,7 +47,7 @@ function latestAttempt(turn: DurableActiveTurnView): DurableModelAttemptView | u
 }
 
 /** Throws out of the current step when the run is being stopped. */
-export function throwIfStopping(run: RequestRun): void {
+function throwIfStopping(run: RequestRun): void {
   if (run.stop === null) return;
   if (run.stop.kind === 'lost') throw new ExecutionStopped('lease_lost', 'the execution lease was lost', { cause: run.stop.error });
   throw run.stopError();
@@ -327,9 +327,4 @@ async function finishAfterError(core: SessionCore, run: RequestRun, error: unkno
     return;
   }
   run.fail(error);
-}
-
-/** Used by tests and the session: the text of the last confirmed response of a Request. */
-export function lastResponseText(core: SessionCore, requestId: RequestId): string {
-  return responseText(core.history.facts(requestId).lastResponse);
 }

@@ -29,7 +29,7 @@ import { canonicalJson, type JsonObject } from '../protocol/json.js';
 import type { SessionIdKind, SessionRequestHandle, SessionRequestResult } from './types.js';
 
 /** What makes two sends "the same Request". */
-export interface RequestSnapshot {
+interface RequestSnapshot {
   input: DurableInput;
   priority: Priority;
   maxTurns: number;
@@ -166,7 +166,7 @@ function conflict(requestId: string, why: string): DurableCommandConflictError {
 }
 
 /** The Request that is running in this process, as `send` needs to see it. */
-export interface RunningRequest {
+interface RunningRequest {
   readonly requestId: RequestId;
   readonly inputId: InputId;
   readonly result: Promise<SessionRequestResult>;
@@ -243,7 +243,7 @@ export class SentRequests {
 }
 
 /** A steering input waiting in the running Request, as `steer` needs to see it. */
-export interface WaitingSteer {
+interface WaitingSteer {
   readonly inputId: string;
   readonly input: DurableInput;
   readonly applied?: Promise<void>;

@@ -55,9 +55,9 @@ import type {
 export { SAFE_RECOVERY_POLICY, AUTO_RECOVERY_POLICY, MAX_MODEL_RECALLS_PER_TURN, recallModelOnUnknownOutcome, recoveryPlanOf };
 
 /** Default `maxTurns` of a Request. */
-export const DEFAULT_MAX_TURNS = 20;
+const DEFAULT_MAX_TURNS = 20;
 /** Largest `maxTurns` the protocol accepts. */
-export const MAX_TURNS_LIMIT = 10_000;
+const MAX_TURNS_LIMIT = 10_000;
 
 const ID_PREFIX: Readonly<Record<SessionIdKind, string>> = {
   session: 'session',
@@ -200,7 +200,7 @@ function journalCheckpoints(policy: SessionOptions['checkpoints'], resuming: boo
 }
 
 /** Session options with the store chosen (the public entry supplies the in-memory default). */
-export type WithStore<T extends SessionOptions> = T & { durableEventStore: DurableEventStore };
+type WithStore<T extends SessionOptions> = T & { durableEventStore: DurableEventStore };
 
 interface Opened {
   core: SessionCore;

@@ -80,7 +80,7 @@ export interface SessionObjectJournalRpc {
 }
 
 /** The part of a SessionObject namespace {@link sessionJournalRpc} needs (structural, no Workers types). */
-export interface SessionJournalNamespaceLike {
+interface SessionJournalNamespaceLike {
   idFromName(name: string): unknown;
   get(id: never): object;
 }

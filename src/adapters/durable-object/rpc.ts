@@ -112,7 +112,7 @@ export interface SessionObjectRpc {
 }
 
 /** A success envelope. */
-export function rpcOk<T>(value: T): RpcResult<T> {
+function rpcOk<T>(value: T): RpcResult<T> {
   return { ok: true, value };
 }
 
@@ -121,7 +121,7 @@ export function rpcOk<T>(value: T): RpcResult<T> {
  * or a runtime failure) becomes `DURABLE_EVENT_UNAVAILABLE` so the caller still gets a classified
  * error.
  */
-export function rpcFailure(error: unknown): { ok: false; error: DurableErrorJson } {
+function rpcFailure(error: unknown): { ok: false; error: DurableErrorJson } {
   if (error instanceof DurableError) return { ok: false, error: error.toJSON() };
   const message = error instanceof Error ? error.message : String(error);
   return {

@@ -52,9 +52,9 @@ export const BEARER_SUBPROTOCOL_PREFIX = 'bearer.';
 /** Liveness ping period. */
 export const WATCH_PING_INTERVAL_MS = 30_000;
 /** First reconnect delay; doubles up to {@link WATCH_MAX_BACKOFF_MS}. */
-export const WATCH_MIN_BACKOFF_MS = 100;
+const WATCH_MIN_BACKOFF_MS = 100;
 /** Longest reconnect delay. */
-export const WATCH_MAX_BACKOFF_MS = 5_000;
+const WATCH_MAX_BACKOFF_MS = 5_000;
 /** Quiet time after an event frame before its batch is notified. */
 export const WATCH_COALESCE_MS = 5;
 
@@ -75,7 +75,7 @@ interface WebSocketLike {
 }
 
 /** What {@link WebSocketWatch.start} needs from the store. */
-export interface WebSocketWatchOptions {
+interface WebSocketWatchOptions {
   sessionId: SessionId;
   listener: DurableAppendListener;
   WebSocket: WebSocketConstructorLike;

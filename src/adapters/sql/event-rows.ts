@@ -27,7 +27,7 @@ import type { SqlDriver, SqlValue } from './driver.js';
 /** Highest sequence a session can reach (2^32 - 1). */
 export const MAX_SEQUENCE = 0xffff_ffff;
 /** Highest session key, so that every position stays below 2^63. */
-export const MAX_SESSION_KEY = 0x7fff_ffff;
+const MAX_SESSION_KEY = 0x7fff_ffff;
 /** Most events one INSERT statement carries (2 + 2 * 32 parameters; the limit is 100). */
 export const MAX_ROWS_PER_INSERT = 32;
 
@@ -95,7 +95,7 @@ export function readHeadRow(driver: SqlDriver, key: number): number | null {
 }
 
 /** The rows of sequences `after + 1 .. through` of the session with key `key`, at most `limit`. */
-export function readEventRows(driver: SqlDriver, key: number, after: number, through: number, limit: number): EventRow[] {
+function readEventRows(driver: SqlDriver, key: number, after: number, through: number, limit: number): EventRow[] {
   return driver.query<EventRow>(SELECT_PAGE, key, after, key, through, limit);
 }
 

@@ -24,16 +24,16 @@ import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 
 /** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
-export const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
+const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
 
 /** Most bytes of a record one slice of a sliced `POST` carries (one object RPC slice). */
-export const HTTP_CHECKPOINT_WRITE_SLICE_BYTES = CHECKPOINT_SLICE_BYTES;
+const HTTP_CHECKPOINT_WRITE_SLICE_BYTES = CHECKPOINT_SLICE_BYTES;
 
 /** Bytes of the record one `GET` answers (about 11 MB of base64url). */
 export const HTTP_CHECKPOINT_SLICE_BYTES = 8 * 1024 * 1024;
 
 /** A checkpoint on the wire. */
-export const wireCheckpointSchema = z
+const wireCheckpointSchema = z
   .object({
     sequence: z.number().int().min(1),
     eventId: z.string().min(1).max(256),

@@ -13,11 +13,11 @@ import { z } from 'zod';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 /** Name reported by the health check; matches `name` in `wrangler.toml`. */
-export const SERVICE_NAME = 'agent-ledger';
+const SERVICE_NAME = 'agent-ledger';
 /** Version of the wire protocol (envelope v4) this Worker speaks. */
-export const PROTOCOL_VERSION = 4;
+const PROTOCOL_VERSION = 4;
 /** Version of the HTTP API described by the OpenAPI document. */
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 
 /** Body of `GET /healthz`. */
 export interface HealthResponse {

@@ -44,7 +44,7 @@ const LEGACY_MAGICS = [
 const FIXED_BYTES = 16;
 
 /** One run of key hashes inside a record: byte offset of its first hash, and its length. */
-export interface CheckpointRun {
+interface CheckpointRun {
   readonly offset: number;
   readonly count: number;
 }
@@ -82,7 +82,7 @@ export interface DecodedCheckpoint {
 export type CheckpointContent = Omit<DecodedCheckpoint, 'keys' | 'extent'>;
 
 /** The canonical text of an event: what the anchor hashes. */
-export function canonicalEventText(event: DurableEventEnvelope): string {
+function canonicalEventText(event: DurableEventEnvelope): string {
   // SAFETY: envelopes are validated lossless JSON.
   return canonicalJson(event as unknown as JsonValue);
 }
@@ -284,7 +284,7 @@ export function encodeCheckpoint(checkpoint: Omit<DecodedCheckpoint, 'extent'>):
 }
 
 /** An encoded record and what its writer keeps to extend it later. */
-export interface EncodedCheckpoint {
+interface EncodedCheckpoint {
   readonly record: DurableCheckpointRecord;
   readonly keys: HashedKeyFilter;
   readonly extent: CheckpointExtent;

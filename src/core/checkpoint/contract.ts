@@ -88,7 +88,7 @@ export function reuseCheckpointBuffer(previous: ArrayBufferLike | null | undefin
 }
 
 /** Size up to which a new checkpoint buffer gets twice the room it needs (about 250,000 events). */
-export const CHECKPOINT_BUFFER_DOUBLING_LIMIT = 4 * 1024 * 1024;
+const CHECKPOINT_BUFFER_DOUBLING_LIMIT = 4 * 1024 * 1024;
 
 /**
  * The checks every store runs on `writeCheckpoint` input (bad input is

@@ -52,7 +52,7 @@ export interface LoadedCheckpoint {
 type CheckedFields = Pick<DurableLiveCheckpoint, 'sessionId' | 'sequence' | 'eventId' | 'projectorVersion' | 'anchor'>;
 
 /** Reads one page; the loader reads only the event at the checkpoint's sequence. */
-export type CheckpointPageReader = (after: EventSequence | undefined, limit: number) => Promise<DurableReadResult>;
+type CheckpointPageReader = (after: EventSequence | undefined, limit: number) => Promise<DurableReadResult>;
 
 /**
  * The latest usable checkpoint of `sessionId`, or why there is none. Store failures while reading

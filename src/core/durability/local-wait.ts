@@ -20,7 +20,7 @@ import { systemTime, type TimeSource } from '../time.js';
 export const MAX_TIMER_INTERVAL_MS = 60_000;
 
 /** Why a local wait ended (an abort rejects instead). */
-export type LocalWaitOutcome = 'deadline' | 'woken';
+type LocalWaitOutcome = 'deadline' | 'woken';
 
 /** Collects wake-up hints; see the module header. */
 export class Waker {
@@ -55,7 +55,7 @@ export class Waker {
 }
 
 /** Options of {@link waitLocally}. */
-export interface LocalWaitOptions {
+interface LocalWaitOptions {
   /** Epoch milliseconds to wait for; `null` waits for a hint (or the abort) only. */
   deadlineMs: number | null;
   /** Epoch-millisecond clock the deadline is measured on. */

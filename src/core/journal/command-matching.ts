@@ -16,7 +16,7 @@ import type { DurableEventDraft, DurableEventEnvelope } from '../../protocol/eve
 import { canonicalJson, jsonEquals, type JsonObject, type JsonValue } from '../../protocol/json.js';
 
 /** Envelope fields that form an event's content, besides the conditional `occurredAt`. */
-export const COMMAND_CONTENT_FIELDS = [
+const COMMAND_CONTENT_FIELDS = [
   'type',
   'data',
   'requestId',
@@ -52,7 +52,7 @@ export function eventContentKey(event: ContentSource, withOccurredAt: boolean): 
 }
 
 /** True when the draft states its own domain time. */
-export function draftStatesOccurredAt(draft: DurableEventDraft): boolean {
+function draftStatesOccurredAt(draft: DurableEventDraft): boolean {
   return field(draft, 'occurredAt') !== undefined;
 }
 
@@ -65,7 +65,7 @@ export function commandContentKeys(drafts: readonly DurableEventDraft[]): string
  * True when two events have the same content: the same as comparing their
  * {@link eventContentKey}s (with `withOccurredAt` for both), without serialising them.
  */
-export function sameEventContent(a: ContentSource, b: ContentSource, withOccurredAt: boolean): boolean {
+function sameEventContent(a: ContentSource, b: ContentSource, withOccurredAt: boolean): boolean {
   for (const name of COMMAND_CONTENT_FIELDS) {
     const left = field(a, name);
     const right = field(b, name);

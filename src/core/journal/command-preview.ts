@@ -25,7 +25,7 @@ import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableSessionProjector } from '../projector/index.js';
 
 /** Facts the preview needs besides the drafts. */
-export interface CommandPreviewContext {
+interface CommandPreviewContext {
   sessionId: SessionId;
   head: EventSequence | null;
   /** Timestamp used as `recordedAt` of the synthetic envelopes. */

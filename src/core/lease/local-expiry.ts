@@ -20,7 +20,7 @@ export function monotonicNow(): number {
 }
 
 /** A point in time on both clocks. */
-export interface LeaseInstant {
+interface LeaseInstant {
   monotonicMs: number;
   wallMs: number;
 }

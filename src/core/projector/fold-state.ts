@@ -78,7 +78,7 @@ export const ID_KIND = {
   appliedInput: 7,
 } as const satisfies Record<string, KeyKind>;
 
-export type IdSpace = keyof typeof ID_KIND;
+type IdSpace = keyof typeof ID_KIND;
 
 /** Prefixes of each ID kind inside the used-ID set: a key is spelled prefix + ID. */
 export const ID_SPACE = {
@@ -145,7 +145,7 @@ export function withRequest(state: FoldState, request: DurableActiveRequestView 
 }
 
 /** The fields of an active Request view a transition may replace. */
-export interface RequestChanges {
+interface RequestChanges {
   readonly status?: DurableActiveRequestView['status'];
   readonly startedEventId?: DurableActiveRequestView['startedEventId'];
   readonly latestBoundaryEventId?: DurableActiveRequestView['latestBoundaryEventId'];
@@ -194,7 +194,7 @@ export function updateRequest(request: DurableActiveRequestView, changes: Reques
 }
 
 /** The fields of an active Turn view a transition may replace. */
-export interface TurnChanges {
+interface TurnChanges {
   readonly modelAttempts?: DurableActiveTurnView['modelAttempts'];
   readonly toolAttempts?: DurableActiveTurnView['toolAttempts'];
   readonly permissions?: DurableActiveTurnView['permissions'];

@@ -12,7 +12,7 @@ import { canonicalJson, type JsonValue } from '../../protocol/json.js';
 import { reject, type FoldContext } from './fold-state.js';
 
 /** The parts of a tool attempt the match needs. */
-export interface ScheduledToolCall {
+interface ScheduledToolCall {
   readonly toolAttemptId: string;
   readonly toolCallId: string;
   readonly toolName: string;

@@ -21,7 +21,7 @@ import type { CommandId, EventSequence, SessionId } from '../../protocol/ids.js'
 import type { DurableRecoveryView } from './coordinator-types.js';
 
 /** Settings of a baseline scan. */
-export interface BaselineScanOptions {
+interface BaselineScanOptions {
   pageSize: number;
   storeTimeoutMs: number;
   signal: AbortSignal | undefined;

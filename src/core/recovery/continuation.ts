@@ -95,7 +95,7 @@ export interface DurableRecoveryContinuation {
 }
 
 /** The longest prefix of `text` whose UTF-8 encoding fits `maxBytes`, never splitting a code point. */
-export function truncateUtf8(text: string, maxBytes: number): string {
+function truncateUtf8(text: string, maxBytes: number): string {
   if (utf8ByteLength(text) <= maxBytes) return text;
   let bytes = 0;
   let end = 0;
@@ -165,7 +165,7 @@ function limitExceeded(message: string): DurableEventStoreError {
 }
 
 /** The facts object without `originalInput`, as the rollover assembles it. */
-export type DurableContinuationFacts = Omit<DurableRecoveryContinuation, 'kind' | 'version' | 'originalInput'>;
+type DurableContinuationFacts = Omit<DurableRecoveryContinuation, 'kind' | 'version' | 'originalInput'>;
 
 /**
  * Builds the continuation input (see the module header) and the facts it carries.

@@ -78,7 +78,7 @@ export function activeTurnOf(request: DurableActiveRequestView, turnId?: TurnId)
 }
 
 /** A tool attempt, with its scope. */
-export interface ToolTarget {
+interface ToolTarget {
   request: DurableActiveRequestView;
   turn: DurableActiveTurnView;
   tool: DurableToolAttemptView;
@@ -114,7 +114,7 @@ export function openToolOf(view: DurableRecoveryView, toolAttemptId: ToolAttempt
 }
 
 /** A pending permission request, with its tool and scope. */
-export interface PermissionTarget extends ToolTarget {
+interface PermissionTarget extends ToolTarget {
   permission: DurablePermissionView;
 }
 

@@ -33,7 +33,7 @@ export interface CopyProgress {
 }
 
 /** Options of {@link copySessionEvents}. */
-export interface CopySessionEventsOptions {
+interface CopySessionEventsOptions {
   /** Copy only the first `upTo` events (default: the whole source log as of the start). */
   upTo?: number;
   /** Replaces the source's first event (a fork writes its own `session_created`). */
@@ -45,7 +45,7 @@ export interface CopySessionEventsOptions {
 }
 
 /** What {@link copySessionEvents} did. */
-export interface CopySessionEventsResult {
+interface CopySessionEventsResult {
   /** Events already in the target and verified. */
   verified: number;
   /** Events appended by this call. */
@@ -57,7 +57,7 @@ export interface CopySessionEventsResult {
 }
 
 /** The draft form of a stored event, with causation mapped through `idMap`. */
-export function draftOfEnvelope(event: DurableEventEnvelope, idMap: ReadonlyMap<string, string>): DurableEventDraft {
+function draftOfEnvelope(event: DurableEventEnvelope, idMap: ReadonlyMap<string, string>): DurableEventDraft {
   const {
     schemaVersion: _version,
     eventId: _eventId,

@@ -16,7 +16,7 @@ import { copySessionEvents, type CopyProgress } from './event-copy.js';
 import { correlationOf } from './timeline.js';
 
 /** A tool call a rerun from the fork point would execute again. */
-export interface RepeatedToolCall {
+interface RepeatedToolCall {
   toolAttemptId: string;
   toolCallId: string;
   toolName: string;
@@ -34,7 +34,7 @@ export interface RepeatedToolCall {
 }
 
 /** What a rerun from the fork point would repeat. */
-export interface RerunReport {
+interface RerunReport {
   at: number;
   tools: RepeatedToolCall[];
   /** Model attempts started after the fork point (they would be paid for again). */
@@ -79,7 +79,7 @@ export function rerunRepeats(events: readonly DurableEventEnvelope[], at: number
 }
 
 /** Options of {@link forkSession}. */
-export interface ForkSessionOptions {
+interface ForkSessionOptions {
   /** Copy the first `at` events (>= 1). */
   at: number;
   newSessionId: SessionId;

@@ -34,7 +34,7 @@ import { classifyRecoveryPlan, type ClassifiedPlan } from './safety.js';
 import { MAX_TIMELINE_BARS, nextDeadline, pendingWaits, TimelineBuilder, type PendingDeadline, type Timeline } from './timeline.js';
 
 /** Options of {@link loadInspection}. */
-export interface LoadInspectionOptions {
+interface LoadInspectionOptions {
   /** Clock for open bars and the next deadline (default `Date.now`). */
   nowMs?: number;
   /** How many of the latest events to keep for the event list (default 100). */
@@ -59,10 +59,10 @@ export interface LoadInspectionOptions {
 /** Sessions longer than this open from their checkpoint on the inspector page (`?full=1` folds the whole log). */
 export const DEFAULT_PAGE_FULL_FOLD_LIMIT = 50_000;
 /** Latest events an inspection opened from a checkpoint reads for its timeline and list. */
-export const DEFAULT_TAIL_EVENTS = 4000;
+const DEFAULT_TAIL_EVENTS = 4000;
 
 /** The projector's verdict when the log breaks an invariant. */
-export interface ProjectionFailure {
+interface ProjectionFailure {
   code: string;
   message: string;
   rule?: string;
@@ -70,7 +70,7 @@ export interface ProjectionFailure {
 }
 
 /** The stored projection checkpoint, audited against the inspection's fold of the whole log. */
-export interface InspectionCheckpoint {
+interface InspectionCheckpoint {
   /** Sequence it stands at (0 when the store failed to read it: `discarded`, the reason in `notes`). */
   sequence: number;
   /** Size of the stored record (0 for a live checkpoint the view opened from: the memory store keeps it as objects). */

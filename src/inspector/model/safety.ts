@@ -17,10 +17,10 @@ import type { DurableRecoveryAction, DurableRecoveryPlan } from '../../core/proj
 import type { SideEffect } from '../../protocol/event-payloads.js';
 
 /** The three safety classes of a plan item. */
-export type PlanItemSafety = 'safe_to_retry' | 'needs_reconciliation' | 'needs_person';
+type PlanItemSafety = 'safe_to_retry' | 'needs_reconciliation' | 'needs_person';
 
 /** What a plan item is about. */
-export type PlanItemKind =
+type PlanItemKind =
   | 'request'
   | 'turn'
   | 'model_attempt'

@@ -25,7 +25,7 @@ export const MAX_GROUP_BYTES = 4 * 1024 * 1024;
 const CANCELLED: AppendOutcome = { kind: 'failed', error: undefined };
 
 /** What a group commit works on. */
-export interface CommitTarget {
+interface CommitTarget {
   id: SessionId;
   log: SessionLog;
   lease: LeaseFile;

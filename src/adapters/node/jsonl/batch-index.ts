@@ -5,12 +5,10 @@
  * where its line starts. Batch `i` holds sequences `first[i] .. first[i + 1] - 1` (the last batch
  * ends at the head) and bytes `offset[i] .. offset[i + 1]` (the last ends at the validated size).
  * A page read binary-searches the batch holding its first and last wanted sequence and reads only
- * that byte range. Memory: {@link INDEX_BYTES_PER_BATCH} bytes per batch, at most twice that while
- * the arrays carry spare capacity after doubling. Float64 keeps every safe integer exact.
+ * that byte range. Memory: 16 bytes per batch (two float64 values), at most twice that while the
+ * arrays carry spare capacity after doubling. Float64 keeps every safe integer exact.
  */
 
-/** Bytes the index keeps per batch (two float64 values). */
-export const INDEX_BYTES_PER_BATCH = 16;
 const INITIAL_CAPACITY = 64;
 
 /** First sequence and start offset of every batch, in file order. */

@@ -35,7 +35,7 @@ import { EventId, EventSequence } from '../../../protocol/ids.js';
 import { syncDirectory } from './directory-sync.js';
 
 /** Version tag of the legacy (version-1) checkpoint file format, still read. */
-export const CHECKPOINT_FILE_VERSION = 1;
+const CHECKPOINT_FILE_VERSION = 1;
 /** The first bytes of a version-2 checkpoint file. */
 const MAGIC = Buffer.from('ALCKPT2\n');
 

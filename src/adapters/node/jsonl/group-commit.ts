@@ -52,7 +52,7 @@ export type AppendOutcome =
 export type ReleaseLock = () => unknown;
 
 /** What the queue needs from the store. */
-export interface GroupCommitPort {
+interface GroupCommitPort {
   /** Lock wait budget of each append; 0 means exactly one attempt. */
   readonly lockTimeoutMs: number;
   /** Budget of a whole append (at least `lockTimeoutMs`). */

@@ -30,7 +30,7 @@ import type { SessionId } from '../../../protocol/ids.js';
 import { syncDirectory } from './directory-sync.js';
 
 /** Version tag of the lease file format. */
-export const LEASE_FILE_VERSION = 2;
+const LEASE_FILE_VERSION = 2;
 
 const openAsync = promisify(open);
 const writeAsync = promisify(write);

@@ -29,7 +29,7 @@ import type { CallState } from './bounded-call.js';
 import type { SessionHandle } from './session-handle.js';
 
 /** A decided record call, plus the ledger file and its `ino:size` right after the call (for watchers). */
-export interface LedgerRecordOutcome {
+interface LedgerRecordOutcome {
   result: DurabilityRecordResult;
   file: string;
   identity: string;

@@ -17,9 +17,9 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 /** Default gap between `lockTimeoutMs` and `operationTimeoutMs`. */
 export const OPERATION_TIMEOUT_MARGIN_MS = 15_000;
 /** Shortest `watchPollIntervalMs`. */
-export const MIN_WATCH_POLL_INTERVAL_MS = 10;
+const MIN_WATCH_POLL_INTERVAL_MS = 10;
 /** Longest `watchPollIntervalMs`. */
-export const MAX_WATCH_POLL_INTERVAL_MS = 3_600_000;
+const MAX_WATCH_POLL_INTERVAL_MS = 3_600_000;
 
 /** Options of {@link JsonlDurableEventStore}. */
 export interface JsonlDurableEventStoreOptions {
@@ -49,7 +49,7 @@ export interface JsonlDurableEventStoreOptions {
 }
 
 /** Options with every default applied. */
-export interface ResolvedJsonlOptions {
+interface ResolvedJsonlOptions {
   lockTimeoutMs: number;
   operationTimeoutMs: number;
   watchPollIntervalMs: number | undefined;

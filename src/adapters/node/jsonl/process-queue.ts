@@ -16,7 +16,7 @@
 import { abortReason } from '../../../core/abort.js';
 
 /** Gives the queue back. Calling it twice is a no-op. */
-export type ReleaseQueue = () => void;
+type ReleaseQueue = () => void;
 
 interface Waiter {
   grant: (release: ReleaseQueue) => void;

@@ -47,7 +47,7 @@ export interface SessionHandle {
 }
 
 /** Store settings a handle needs. */
-export interface SessionHandleConfig {
+interface SessionHandleConfig {
   lockTimeoutMs: number;
   operationTimeoutMs: number;
   clock: () => number;
@@ -108,7 +108,7 @@ export function closeSessionHandle(handle: SessionHandle): void {
  * `'busy'` when either is held; `'not-ready'` before the first `lockSession` of this handle
  * (the addon and the directory are set up there).
  */
-export function tryLockSession(handle: SessionHandle): ReleaseLock | 'busy' | 'not-ready' {
+function tryLockSession(handle: SessionHandle): ReleaseLock | 'busy' | 'not-ready' {
   const lib = loadedLockAddon();
   if (lib === undefined || !handle.directoryReady) return 'not-ready';
   const leaveQueue = tryEnterProcessQueue(handle.paths.log);
@@ -140,7 +140,7 @@ function syncCreatedDirectories(directory: string, created: string): void {
 }
 
 /** Takes the process queue, then the OS lock (see the module header). */
-export async function lockSession(
+async function lockSession(
   handle: SessionHandle,
   lockTimeoutMs: number,
   signal: AbortSignal,

@@ -18,7 +18,7 @@ import type { SessionId } from '../../../protocol/ids.js';
 /** Name of the directory under the storage root that holds every session's files. */
 export const EVENTS_DIRECTORY = 'durable-events';
 /** Longest plain base64url file stem; longer ones are hashed (leaves room for suffixes). */
-export const MAX_ENCODED_NAME_LENGTH = 160;
+const MAX_ENCODED_NAME_LENGTH = 160;
 
 /** The files of one session. */
 export interface SessionPaths {

@@ -24,7 +24,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeSync, constants } from 'node:fs';
 
 /** Version tag of the sidecar format. */
-export const VALIDATED_STATE_VERSION = 1;
+const VALIDATED_STATE_VERSION = 1;
 /** A sparse index entry is kept at least every this many bytes of log. */
 export const SPARSE_INDEX_BYTES = 64 * 1024;
 /** Validated growth (bytes) after which the sidecar is written again. */
@@ -35,7 +35,7 @@ export const FIRST_BYTES_HASHED = 4096;
 export const MAX_VERIFIED_LINE_BYTES = 16 * 1024 * 1024;
 
 /** What the sidecar records. */
-export interface ValidatedState {
+interface ValidatedState {
   sessionId: string;
   dev: string;
   ino: string;

@@ -24,19 +24,19 @@ import type { SessionId } from '../../../protocol/ids.js';
 import { FileChangeWatcher } from './file-change-watcher.js';
 
 /** What a listener hears: the session and the last sequence now durable in the watched file. */
-export interface FileNotice {
+interface FileNotice {
   sessionId: SessionId;
   lastSequence: number;
 }
 
 /** A listener of one watched file. */
-export type FileListener = (notice: FileNotice) => void;
+type FileListener = (notice: FileNotice) => void;
 
 /** Reads the file's committed head under the session lock (`null` when empty). */
-export type HeadReader = () => Promise<number | null>;
+type HeadReader = () => Promise<number | null>;
 
 /** How a listener wants its file watched. */
-export interface FileWatchOptions {
+interface FileWatchOptions {
   readHead: HeadReader;
   /** Also look for foreign changes every this many milliseconds (for filesystems without events). */
   pollIntervalMs?: number | undefined;

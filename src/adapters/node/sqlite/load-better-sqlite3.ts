@@ -13,7 +13,7 @@ import type Database from 'better-sqlite3';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 
 /** npm name of the optional peer dependency behind `SqliteDurableEventStore`. */
-export const BETTER_SQLITE3_PACKAGE = 'better-sqlite3';
+const BETTER_SQLITE3_PACKAGE = 'better-sqlite3';
 
 /** The better-sqlite3 `Database` constructor. */
 export type BetterSqlite3Constructor = typeof Database;

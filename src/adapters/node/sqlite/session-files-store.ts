@@ -50,7 +50,7 @@ import { sessionFileStem } from '../jsonl/session-paths.js';
 import { SqliteDurableEventStore, type SqliteDurableEventStoreOptions } from './sqlite-store.js';
 
 /** Default bound on open per-session connections. */
-export const DEFAULT_MAX_OPEN_SESSION_FILES = 64;
+const DEFAULT_MAX_OPEN_SESSION_FILES = 64;
 
 /** Options of {@link SqliteSessionFilesStore}. */
 export interface SqliteSessionFilesStoreOptions extends SqliteDurableEventStoreOptions {

@@ -28,9 +28,9 @@ import { BetterSqlite3Driver } from './better-sqlite3-driver.js';
 import { loadBetterSqlite3, type BetterSqlite3Constructor } from './load-better-sqlite3.js';
 
 /** Default bound on waiting for another connection's write lock. */
-export const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 10_000;
+const DEFAULT_SQLITE_BUSY_TIMEOUT_MS = 10_000;
 /** Default interval of the cross-connection check behind `watch`. */
-export const DEFAULT_SQLITE_WATCH_POLL_MS = 250;
+const DEFAULT_SQLITE_WATCH_POLL_MS = 250;
 
 /** Options of {@link SqliteDurableEventStore}. */
 export interface SqliteDurableEventStoreOptions {
