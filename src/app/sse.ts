@@ -17,12 +17,8 @@ import type { SessionObjectRpc } from '../adapters/durable-object/rpc.js';
 import type { SubscriberMessage } from '../protocol/frames.js';
 import type { DurableReadResult } from '../core/store.js';
 import { durableEventCursor, encodeDurableEventCursor, type DurableEventCursor } from '../protocol/cursor.js';
-import {
-  DurableError,
-  DurableEventStoreError,
-  DurableEventSubscriptionError,
-  isDurableError,
-} from '../protocol/errors.js';
+import { DurableError, DurableEventStoreError, isDurableError } from '../protocol/errors.js';
+import { anchorCursor } from '../core/subscription/replay-start.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { EventSequence, type SessionId } from '../protocol/ids.js';
 import { callObject } from './session-rpc.js';
@@ -52,34 +48,9 @@ async function readAfter(
   );
 }
 
-/**
- * Checks a resume cursor against the log; throws `DURABLE_EVENT_SUBSCRIPTION_INVALID` when it
- * belongs to another session, is ahead of the head, or names an event that is not there.
- */
+/** Checks a resume cursor against the log by the cursor rule (`anchorCursor`). */
 export async function verifyCursor(object: SessionObjectRpc, sessionId: SessionId, cursor: DurableEventCursor): Promise<void> {
-  if (cursor.sessionId !== sessionId) {
-    throw new DurableEventSubscriptionError(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
-  }
-  let page: DurableReadResult;
-  try {
-    page = await readAfter(object, sessionId, cursor.sequence === 1 ? null : cursor.sequence - 1, 1);
-  } catch (error) {
-    if (isDurableError(error) && error.code === 'DURABLE_EVENT_INVALID_CURSOR') {
-      throw new DurableEventSubscriptionError(`the cursor (sequence ${cursor.sequence}) is ahead of the head`, { cause: error });
-    }
-    throw error;
-  }
-  const anchored = page.events[0];
-  if (anchored === undefined || anchored.sequence !== cursor.sequence) {
-    throw new DurableEventSubscriptionError(`the cursor (sequence ${cursor.sequence}) is ahead of the head`, {
-      details: { sequence: cursor.sequence, headSequence: page.headSequence },
-    });
-  }
-  if (anchored.eventId !== cursor.eventId) {
-    throw new DurableEventSubscriptionError(`event ${cursor.sequence} is no longer ${cursor.eventId}: the log was replaced`, {
-      details: { sequence: cursor.sequence },
-    });
-  }
+  await anchorCursor(sessionId, cursor, (options) => callObject(() => object.read(sessionId, options), unavailable));
 }
 
 function frame(message: SubscriberMessage, id?: string): string {

@@ -34,7 +34,8 @@ import {
   parseSubscriberAck,
   type SubscriberMessage,
 } from '../protocol/frames.js';
-import { DurableError, DurableEventSubscriptionError } from '../protocol/errors.js';
+import { DurableError } from '../protocol/errors.js';
+import { aheadOrThrow, anchorRead, checkAnchor, type AnchorPage } from '../core/subscription/replay-start.js';
 import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { EventSequence, SessionId } from '../protocol/ids.js';
@@ -316,31 +317,17 @@ export class SessionSockets {
     return total;
   }
 
-  /** Checks a saved cursor against the log; returns the position to replay after. */
+  /** Checks a saved cursor against the log (`checkAnchor`); returns the position to replay after. */
   #anchor(sessionId: SessionId, afterCursor: string | null): Pick<SocketCursor, 'sessionId' | 'cursorSequence' | 'cursorEventId'> {
     if (afterCursor === null) return { sessionId, cursorSequence: null, cursorEventId: null };
     const cursor = decodeDurableEventCursor(afterCursor);
-    if (cursor.sessionId !== sessionId) {
-      throw new DurableEventSubscriptionError(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
+    let page: AnchorPage;
+    try {
+      page = this.#ledger.read(sessionId, anchorRead(cursor));
+    } catch (error) {
+      page = aheadOrThrow(error);
     }
-    const head = this.#ledger.getHeadSequence(sessionId);
-    if (head === null || cursor.sequence > head) {
-      throw new DurableEventSubscriptionError(
-        `the cursor (sequence ${cursor.sequence}) is ahead of the head ${String(head)}`,
-        { details: { sequence: cursor.sequence, headSequence: head } },
-      );
-    }
-    const page = this.#ledger.read(sessionId, {
-      after: cursor.sequence === 1 ? undefined : EventSequence(cursor.sequence - 1),
-      limit: 1,
-    });
-    const anchored = page.events[0];
-    if (anchored === undefined || anchored.eventId !== cursor.eventId) {
-      throw new DurableEventSubscriptionError(
-        `event ${cursor.sequence} is no longer ${cursor.eventId}: the log was replaced`,
-        { details: { sequence: cursor.sequence } },
-      );
-    }
+    checkAnchor(sessionId, cursor, page);
     return { sessionId, cursorSequence: cursor.sequence, cursorEventId: cursor.eventId };
   }
 

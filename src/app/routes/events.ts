@@ -14,6 +14,7 @@ import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { DurableAppendResult, DurableReadResult } from '../../core/store.js';
 import { DurableEventStoreError, DurableExecutionLeaseError } from '../../protocol/errors.js';
 import { EventSequence, type SessionId } from '../../protocol/ids.js';
+import { anchorCursor, type CursorAnchor, type CursorRefusal } from '../../core/subscription/replay-start.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import {
@@ -72,50 +73,40 @@ interface ReadCursor {
   text: string | undefined;
 }
 
+/** Refusal of `?after=` by the cursor rule: `DURABLE_EVENT_INVALID_CURSOR`. */
+const refuseReadCursor: CursorRefusal = (message, details, cause) =>
+  new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', message, cause === undefined ? { details } : { details, cause });
+
+/** The stored event `anchor` names, checked by the cursor rule (`anchorCursor`). */
+async function anchoredEvent(object: SessionObjectRpc, sessionId: SessionId, anchor: CursorAnchor): Promise<DurableEventEnvelope> {
+  const read = (options: RpcReadOptions) => callObject(() => object.read(sessionId, options), readFailed);
+  return (await anchorCursor(sessionId, anchor, read, refuseReadCursor)).event;
+}
+
 /** The encoded cursor of a read's starting point (reads the event for the sugar form). */
 async function cursorText(object: SessionObjectRpc, sessionId: SessionId, from: ReadCursor): Promise<string> {
   if (from.text !== undefined) return from.text;
-  return encodeDurableEventCursor(durableEventCursor(await eventAt(object, sessionId, from.sequence)));
-}
-
-function invalidCursor(message: string, cause?: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', message, cause === undefined ? {} : { cause });
+  return encodeDurableEventCursor(durableEventCursor(await anchoredEvent(object, sessionId, { sessionId, sequence: from.sequence })));
 }
 
 /**
- * Resolves `?after=`: an encoded cursor must name this session and the event that really sits
- * at its sequence (a cursor from a replaced log is refused); a bare sequence (documented sugar) is
- * checked by the read itself and turned into the cursor of its event only when the page is
- * empty, so every page answers an encoded `nextCursor` without an extra read on the common path.
+ * Resolves `?after=`: an encoded cursor must hold by the cursor rule (this session, the event
+ * that really sits at its sequence); a bare sequence (documented sugar) is checked by the read
+ * itself and turned into the cursor of its event only when the page is empty, so every page
+ * answers an encoded `nextCursor` without an extra read on the common path.
  */
 async function resolveReadCursor(object: SessionObjectRpc, sessionId: SessionId, text: string): Promise<ReadCursor> {
   if (/^[0-9]+$/.test(text)) {
     const sequence = Number(text);
     if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(sequence)) {
-      throw invalidCursor('after must be an encoded cursor or a sequence >= 1');
+      throw refuseReadCursor('after must be an encoded cursor or a sequence >= 1', {});
     }
     // The cursor text is only needed for an empty page (see `cursorText`): no extra read here.
     return { sequence: EventSequence(sequence), text: undefined };
   }
   const cursor = decodeDurableEventCursor(text);
-  if (cursor.sessionId !== sessionId) throw invalidCursor(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
-  const event = await eventAt(object, sessionId, cursor.sequence);
-  if (event.eventId !== cursor.eventId) {
-    throw invalidCursor(`event ${cursor.sequence} is no longer ${cursor.eventId}: the log was replaced`);
-  }
+  await anchoredEvent(object, sessionId, cursor);
   return { sequence: cursor.sequence, text };
-}
-
-/** The stored event at `sequence`; `DURABLE_EVENT_INVALID_CURSOR` when it is past the head. */
-async function eventAt(object: SessionObjectRpc, sessionId: SessionId, sequence: EventSequence): Promise<DurableEventEnvelope> {
-  const options: RpcReadOptions = { limit: 1 };
-  if (sequence > 1) options.after = EventSequence(sequence - 1);
-  const page = await callObject(() => object.read(sessionId, options), readFailed);
-  const event = page.events[0];
-  if (event === undefined || event.sequence !== sequence) {
-    throw invalidCursor(`after (sequence ${sequence}) is ahead of the head ${page.headSequence ?? 'null'}`);
-  }
-  return event;
 }
 
 /** The event routes. */

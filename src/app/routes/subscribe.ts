@@ -11,7 +11,7 @@
  */
 import { LEDGER_SUBPROTOCOL } from '../../adapters/http/websocket-watch.js';
 import { decodeDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
-import { DurableEventSubscriptionError } from '../../protocol/errors.js';
+import { checkCursorSession, resumeCursorText } from '../../core/subscription/replay-start.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
@@ -22,12 +22,11 @@ import { sseResponse, verifyCursor } from '../sse.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 
+/** Decodes a resume cursor and refuses one of another session (a plain 400, before the object is asked). */
 function decodeForSession(text: string | undefined, sessionId: SessionId): DurableEventCursor | undefined {
   if (text === undefined || text === '') return undefined;
   const cursor = decodeDurableEventCursor(text);
-  if (cursor.sessionId !== sessionId) {
-    throw new DurableEventSubscriptionError(`the cursor names session ${cursor.sessionId}, not ${sessionId}`);
-  }
+  checkCursorSession(sessionId, cursor);
   return cursor;
 }
 
@@ -95,8 +94,7 @@ export function subscribeRoutes(): RouteDefinition[] {
           return new Response(null, init);
         }
         if ((request.headers.get('accept') ?? '').includes('text/event-stream')) {
-          const lastEventId = request.headers.get('last-event-id');
-          const resumeFrom = lastEventId !== null && lastEventId !== '' ? lastEventId : query.after;
+          const resumeFrom = resumeCursorText(request.headers.get('last-event-id'), query.after);
           const cursor = decodeForSession(resumeFrom, sessionId);
           if (cursor !== undefined) await verifyCursor(object, sessionId, cursor);
           if (query.frames === 'all') return sseRelayResponse({ object, sessionId, after: cursor === undefined ? undefined : resumeFrom });

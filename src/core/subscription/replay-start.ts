@@ -1,20 +1,28 @@
 /**
- * Where a subscription starts: the resume cursor checked against the canonical log, and the
- * replay barrier.
+ * Where a replay starts: the one rule that checks a resume cursor against the log (used by the
+ * subscription, the HTTP read and SSE routes, and the session object's WebSockets), and the
+ * subscription's replay barrier.
  *
- * Without a cursor the replay starts at the first event and the barrier is the current head.
- * With one, a single read proves the cursor still names the same event: it reads one event at
- * the cursor's sequence and requires the same session, the same sequence and the same event ID.
- * That read also reports the head, which becomes the barrier. A cursor of another session, one
- * ahead of the head, or one naming an event that has been replaced fails closed with
- * `DurableEventSubscriptionError` instead of silently skipping or repeating data.
+ * A cursor holds when a single read of one event at its sequence proves it still names the same
+ * event: the same session, the same sequence and (for an encoded cursor) the same event ID. That
+ * read also reports the head. A cursor of another session, one ahead of the head, or one naming an
+ * event that has been replaced is refused (by default with `DurableEventSubscriptionError`; reads
+ * pass their own refusal) instead of silently skipping or repeating data.
+ *
+ * Without a cursor a subscription starts at the first event and the barrier is the current head.
  */
 import { withDeadline } from '../abort.js';
 import { systemTime, type TimeSource } from '../time.js';
-import type { DurableEventStore } from '../store.js';
-import { DurableEventStoreError, DurableEventSubscriptionError, isDurableEventStoreError } from '../../protocol/errors.js';
+import type { DurableEventStore, DurableReadResult } from '../store.js';
+import {
+  DurableEventStoreError,
+  DurableEventSubscriptionError,
+  isDurableError,
+  type DurableError,
+} from '../../protocol/errors.js';
 import { parseDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
-import { EventSequence, type SessionId } from '../../protocol/ids.js';
+import type { DurableEventEnvelope } from '../../protocol/events.js';
+import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 
 /** The checked starting point of a subscription. */
 export interface ReplayStart {
@@ -26,8 +34,109 @@ export interface ReplayStart {
   closed: boolean;
 }
 
-function refuse(message: string, details: Record<string, unknown>, cause?: unknown): DurableEventSubscriptionError {
-  return new DurableEventSubscriptionError(message, cause === undefined ? { details } : { details, cause });
+/** What a resume point names: a sequence of a session and, for an encoded cursor, the event there. */
+export interface CursorAnchor {
+  sessionId: string;
+  sequence: EventSequence;
+  /** Absent for a bare sequence: any event at `sequence` holds it. */
+  eventId?: EventId;
+}
+
+/** The event a cursor names, as the log holds it, and the head seen by the same read. */
+export interface AnchoredCursor {
+  event: DurableEventEnvelope;
+  headSequence: EventSequence | null;
+}
+
+/** How a caller reports a cursor that does not hold (subscriptions and reads use different codes). */
+export type CursorRefusal = (message: string, details: Record<string, unknown>, cause?: unknown) => DurableError;
+
+/** The subscriptions' refusal: `DURABLE_EVENT_SUBSCRIPTION_INVALID`. */
+export const refuseSubscriptionCursor: CursorRefusal = (message, details, cause) =>
+  new DurableEventSubscriptionError(message, cause === undefined ? { details } : { details, cause });
+
+/** The read that proves a cursor: one event, at its sequence. */
+export interface AnchorReadOptions {
+  after?: EventSequence;
+  limit: 1;
+}
+
+/** The answer of the anchor read, or `'ahead'` when the store refused it as past its head. */
+export type AnchorPage = Pick<DurableReadResult, 'events' | 'headSequence'> | 'ahead';
+
+/**
+ * The resume cursor of an SSE request: `Last-Event-ID` (what EventSource sends on reconnect)
+ * wins over `?after=`; an empty value names no cursor.
+ */
+export function resumeCursorText(lastEventId: string | null | undefined, after: string | undefined): string | undefined {
+  const text = lastEventId !== null && lastEventId !== undefined && lastEventId !== '' ? lastEventId : after;
+  return text === '' ? undefined : text;
+}
+
+/** The options of the anchor read of `anchor`. */
+export function anchorRead(anchor: CursorAnchor): AnchorReadOptions {
+  return anchor.sequence > 1 ? { after: EventSequence(anchor.sequence - 1), limit: 1 } : { limit: 1 };
+}
+
+/** Turns the store's refusal of the anchor read (a position past its head) into `'ahead'`; rethrows anything else. */
+export function aheadOrThrow(error: unknown): 'ahead' {
+  if (isDurableError(error) && error.code === 'DURABLE_EVENT_INVALID_CURSOR') return 'ahead';
+  throw error;
+}
+
+function detailsOf(sessionId: string, anchor: CursorAnchor): Record<string, unknown> {
+  return { sessionId, cursorSessionId: anchor.sessionId, sequence: anchor.sequence, eventId: anchor.eventId };
+}
+
+/** Refuses a cursor of another session (checked before any read). */
+export function checkCursorSession(sessionId: string, anchor: CursorAnchor, refuse: CursorRefusal = refuseSubscriptionCursor): void {
+  if (anchor.sessionId !== sessionId) {
+    throw refuse(`the cursor names session ${anchor.sessionId}, not ${sessionId}`, detailsOf(sessionId, anchor));
+  }
+}
+
+/** The cursor rule: checks `anchor` against the page of its anchor read (see the module header). */
+export function checkAnchor(
+  sessionId: string,
+  anchor: CursorAnchor,
+  page: AnchorPage,
+  refuse: CursorRefusal = refuseSubscriptionCursor,
+): AnchoredCursor {
+  checkCursorSession(sessionId, anchor, refuse);
+  const details = detailsOf(sessionId, anchor);
+  const head = page === 'ahead' ? undefined : page.headSequence;
+  const event = page === 'ahead' ? undefined : page.events[0];
+  if (event === undefined || head === null || head === undefined || head < anchor.sequence) {
+    const of = head === undefined ? '' : ` ${String(head)}`;
+    throw refuse(`the cursor (sequence ${anchor.sequence}) is ahead of the head${of}`, { ...details, headSequence: head ?? null });
+  }
+  if (event.sequence !== anchor.sequence || event.sessionId !== sessionId) {
+    throw refuse(`the store returned sequence ${String(event.sequence)} where the cursor's sequence ${anchor.sequence} belongs`, details);
+  }
+  if (anchor.eventId !== undefined && event.eventId !== anchor.eventId) {
+    throw refuse(`event ${anchor.sequence} is no longer ${anchor.eventId}: the log was replaced`, {
+      ...details,
+      storedEventId: event.eventId,
+    });
+  }
+  return { event, headSequence: head };
+}
+
+/** Checks `anchor` with one read through the caller's store call (`read` gets the anchor read's options). */
+export async function anchorCursor(
+  sessionId: string,
+  anchor: CursorAnchor,
+  read: (options: AnchorReadOptions) => Promise<Pick<DurableReadResult, 'events' | 'headSequence'>>,
+  refuse: CursorRefusal = refuseSubscriptionCursor,
+): Promise<AnchoredCursor> {
+  checkCursorSession(sessionId, anchor, refuse);
+  let page: AnchorPage;
+  try {
+    page = await read(anchorRead(anchor));
+  } catch (error) {
+    page = aheadOrThrow(error);
+  }
+  return checkAnchor(sessionId, anchor, page, refuse);
 }
 
 /** Deadline-bounded store call of a subscription. */
@@ -70,46 +179,10 @@ export async function resolveReplayStart(
   try {
     cursor = parseDurableEventCursor(after);
   } catch (error) {
-    throw refuse(`the resume cursor is malformed: ${error instanceof Error ? error.message : String(error)}`, {}, error);
+    throw refuseSubscriptionCursor(`the resume cursor is malformed: ${error instanceof Error ? error.message : String(error)}`, {}, error);
   }
-  const details = { sessionId, cursorSessionId: cursor.sessionId, sequence: cursor.sequence, eventId: cursor.eventId };
-  if (cursor.sessionId !== sessionId) {
-    throw refuse(`the resume cursor belongs to session ${cursor.sessionId}, not ${sessionId}`, details);
-  }
-  let page;
-  try {
-    page = await subscriptionCall(timeoutMs, signal, sessionId, (callSignal) =>
-      store.read(sessionId, {
-        after: cursor.sequence > 1 ? EventSequence(cursor.sequence - 1) : undefined,
-        limit: 1,
-        signal: callSignal,
-      }),
-      time,
-    );
-  } catch (error) {
-    if (isDurableEventStoreError(error) && error.code === 'DURABLE_EVENT_INVALID_CURSOR') {
-      throw refuse(`the resume cursor (sequence ${cursor.sequence}) is ahead of the log's head`, details, error);
-    }
-    throw error;
-  }
-  const anchor = page.events[0];
-  if (anchor === undefined || page.headSequence === null || page.headSequence < cursor.sequence) {
-    throw refuse(
-      `the resume cursor (sequence ${cursor.sequence}) is ahead of the log's head ${String(page.headSequence)}`,
-      { ...details, headSequence: page.headSequence },
-    );
-  }
-  if (anchor.sequence !== cursor.sequence || anchor.sessionId !== sessionId) {
-    throw refuse(
-      `the store returned sequence ${String(anchor.sequence)} where the resume cursor's sequence ${cursor.sequence} belongs`,
-      details,
-    );
-  }
-  if (anchor.eventId !== cursor.eventId) {
-    throw refuse(
-      `the log holds event ${anchor.eventId} at sequence ${cursor.sequence}, not the cursor's ${cursor.eventId}: it was replaced`,
-      { ...details, storedEventId: anchor.eventId },
-    );
-  }
-  return { position: cursor.sequence, barrier: page.headSequence, closed: anchor.type === 'session_closed' };
+  const { event, headSequence } = await anchorCursor(sessionId, cursor, (options) =>
+    subscriptionCall(timeoutMs, signal, sessionId, (callSignal) => store.read(sessionId, { ...options, signal: callSignal }), time),
+  );
+  return { position: cursor.sequence, barrier: headSequence, closed: event.type === 'session_closed' };
 }
