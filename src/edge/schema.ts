@@ -5,8 +5,8 @@
  * They have their own version row (`object_schema_version`) and are migrated by the same
  * `migrateSqlSchema`, in the object's constructor, after the store's schema: a new object table
  * is one more entry at the end of {@link OBJECT_MIGRATIONS}, and Node databases never get it.
- * (Before this split, version 2 of the shared schema created `timers` and `tool_runs`; the
- * statements below are `IF NOT EXISTS`, so objects created then migrate without change.)
+ * (Version 2 of the shared schema created `timers` and `tool_runs` in objects created by earlier
+ * releases; the statements below are `IF NOT EXISTS`, so those objects migrate without change.)
  */
 import type { SqlSchema } from '../adapters/sql/schema.js';
 

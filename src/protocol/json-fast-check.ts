@@ -15,7 +15,7 @@
  *    invoked);
  * 4. a container met again on the current path is a cycle; more than `maxDepth` nested
  *    containers fail.
- * `test/sqlite/fast-path.test.ts` checks it against `isLosslessJson` on generated values.
+ * `test/protocol/draft-fast-path.test.ts` checks it against `isLosslessJson` on generated values.
  */
 import { MAX_JSON_DEPTH } from './limits.js';
 

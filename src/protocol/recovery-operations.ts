@@ -9,7 +9,7 @@
  * - the HTTP route `POST /v1/sessions/{sessionId}/recovery/<segment>` (`GET` for a read-only
  *   row), its body schema (`input` plus an optional `executionFence`), its OpenAPI entry and the
  *   route table of `docs/http-api.md` (`src/app/routes/recovery.ts`);
- * - the HTTP client's `recover` call (`src/adapters/http/session-client.ts`).
+ * - the HTTP client's `recover` call (`src/adapters/http/http-store.ts`).
  * `planActions` names the projector's recovery-plan actions that the operation answers, so the
  * plan's `resolve_permissions`, the method `resolvePermission` and the URL segment
  * `resolve-permission` are one row, not three spellings in six files.

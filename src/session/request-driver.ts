@@ -8,7 +8,7 @@
  * 2. with no active Turn: the last Turn ended without tool calls -> `request_completed` (output =
  *    the last confirmed response); `maxTurns` reached -> `request_interrupted` (`max_turns`);
  *    else `turn_started`;
- * 3. in the Turn: no usable model attempt -> call the model (`tool.ts` runs the tools); a failed
+ * 3. in the Turn: no usable model attempt -> call the model (`tools.ts` runs the tools); a failed
  *    model call ends the Turn and the Request (`turn_aborted` + `request_failed`);
  * 4. steering inputs are applied (`input_applied` with the Turn) before `turn_completed`; they
  *    force another Turn.

@@ -308,8 +308,8 @@ function failureOf(error: unknown): DurableErrorInfo {
 /**
  * The tool call's durability port, created on the first `step`, `sleep` or `waitFor` (most tools
  * never call one; a port costs an `AbortSignal`, a listener on the tool's signal and an abort
- * event on `close`). Its scope is checked here, where creating the port used to check it; a call
- * after `close()` meets a closed port, as before.
+ * event on `close`). Its scope is checked here, when the tool call starts, so a bad scope fails
+ * even for a tool that never calls the port; a call after `close()` meets a closed port.
  */
 function lazyPort(
   store: DurabilityLedgerStore,

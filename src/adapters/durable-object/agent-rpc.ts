@@ -1,6 +1,6 @@
 /**
  * The SessionObject's agent RPC surface and the shapes it exchanges, runtime-neutral (no
- * `cloudflare:*` imports), shared by the object (`object/agent-host.ts`) and the Worker's agent
+ * `cloudflare:*` imports), shared by the object (`src/edge/agent-host.ts`) and the Worker's agent
  * routes (`src/app/routes/agent.ts`).
  *
  * A session object with an agent mounted (`SessionObject.sessionAgent()`) runs the agent

@@ -22,7 +22,7 @@ export interface SessionObjectCheckpointRpc {
   writeCheckpoint(sessionId: string, record: DurableCheckpointRecord): Promise<RpcResult<null>>;
   /**
    * One slice of a whole record larger than one RPC value, in order from offset 0 (see
-   * `object/checkpoint-uploads.ts`): `true` once the last slice is in and the record is written.
+   * `src/edge/checkpoint-uploads.ts`): `true` once the last slice is in and the record is written.
    */
   writeCheckpointSlice(sessionId: string, slice: CheckpointWriteSlice): Promise<RpcResult<boolean>>;
   /**

@@ -154,8 +154,8 @@ export function quoteLiteral(text: string): string {
 /**
  * One simple-protocol query that sends every payload on `channel` (quoted identifier text). A
  * plain `NOTIFY` statement needs no parameters, parse or plan, and a transaction that only
- * notifies writes no commit record to flush: measured, it is heard in about a third of the time
- * of `SELECT pg_notify($1, $2)`.
+ * notifies writes no commit record to flush, so it is heard sooner than `SELECT pg_notify($1, $2)`
+ * (figures in docs/performance-history.md).
  */
 export function notifyStatement(channel: string, payloads: readonly string[]): string {
   return payloads.map((payload) => `NOTIFY "${channel}", ${quoteLiteral(payload)}`).join('; ');

@@ -74,12 +74,12 @@ export function isCheckpointStore(store: unknown): store is DurableCheckpointSto
 /**
  * A buffer of at least `bytes` for checkpoint bytes: `previous` when it is large enough, else a new
  * one with room to grow. A fresh megabyte costs more in first-touch page faults than copying into
- * one already touched (on a busy VM we measured 10-25 µs per fault, several ms per fresh
- * megabyte), so checkpoint writers (the journal's encoder, the memory store) reuse theirs. A new
- * buffer doubles the size up to {@link CHECKPOINT_BUFFER_DOUBLING_LIMIT}: a growing session then
- * pays for fresh pages once per doubling (about twice its final size in total, instead of five
- * times with a quarter to grow). Larger ones keep a quarter: a writer holds up to three such
- * buffers (the journal's two, the memory store's one), and a Durable Object has 128 MB.
+ * one already touched (figures in docs/performance-history.md), so checkpoint writers (the
+ * journal's encoder, the memory store) reuse theirs. A new buffer doubles the size up to
+ * {@link CHECKPOINT_BUFFER_DOUBLING_LIMIT}: a growing session then pays for fresh pages once per
+ * doubling (about twice its final size in total, instead of five times with a quarter to grow).
+ * Larger ones keep a quarter: a writer holds up to three such buffers (the journal's two, the
+ * memory store's one), and a Durable Object has 128 MB.
  * `previous` must be a buffer nobody else still reads.
  */
 export function reuseCheckpointBuffer(previous: ArrayBufferLike | null | undefined, bytes: number): ArrayBuffer {

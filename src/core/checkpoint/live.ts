@@ -3,13 +3,13 @@
  * that lives in the journal's process (the memory store), instead of as encoded bytes.
  *
  * Why: a checkpoint is derived data kept in the log's durability domain. For a store in the
- * process's heap that domain is the heap itself, so encoding the projection into bytes only to
- * keep them next to the objects they came from is pure cost on the append path (hashing every new
- * ID, merging the key filter, serialising the state: about 3% of the memory store's throughput,
- * measured). The fold state and the command ranges are immutable values, and the projector's
- * used-ID set forks in O(log n), so capturing them costs a few references. Opening a journal on
- * the same store then adopts them as they are, with every used ID known exactly (no key filter,
- * so never a fold of the whole log because a filter could not decide).
+ * process's heap that domain is the heap itself, so encoding the projection into bytes only to keep
+ * them next to the objects they came from is pure cost on the append path (hashing every new ID,
+ * merging the key filter, serialising the state; the share of the memory store's throughput is in
+ * docs/performance-history.md). The fold state and the command ranges are immutable values, and the
+ * projector's used-ID set forks in O(log n), so capturing them costs a few references. Opening a
+ * journal on the same store then adopts them as they are, with every used ID known exactly (no key
+ * filter, so never a fold of the whole log because a filter could not decide).
  *
  * The same checks as for a record decide whether a live checkpoint may be used (projector
  * version, session, an event at its sequence whose ID and canonical bytes match its anchor; see

@@ -21,9 +21,9 @@
  *    most half that many remain, and the instance keeps the merged list;
  * 4. `has` checks `top`, then each layer (a set, or a map within its limit).
  *
- * (Before the live checkpoints a fork sealed `top` into an immutable layer and merged layers
- * geometrically: amortised O(log n) copies per key, but a copy of the whole set now and then,
- * 290 ms at 400,000 keys, measured.)
+ * (Sealing `top` into an immutable layer at every fork and merging layers geometrically would
+ * cost amortised O(log n) copies per key, but also a copy of the whole set now and then: a pause
+ * of hundreds of milliseconds at 400,000 keys, see docs/performance.md.)
  *
  * The projector's keys are `prefix + ID` (see {@link KEY_PREFIXES}); `top` and each layer keep one
  * map of bare IDs per prefix, so `hasKey`/`addKey` hash the ID string the event holds (V8 caches

@@ -52,7 +52,7 @@ function identity(stats: BigIntStats): FileIdentity {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeNs: stats.mtimeNs, ctimeNs: stats.ctimeNs };
 }
 
-/** Compares the fields one by one (a fenced append used to build and compare a string of all five). */
+/** Compares the five fields one by one: a fenced append builds no string to compare. */
 function sameIdentity(known: FileIdentity | undefined, stats: BigIntStats): boolean {
   return (
     known !== undefined &&

@@ -24,14 +24,14 @@
  * the file size needed to read them are on stable storage (what `fdatasync` guarantees; the file's
  * timestamps may lag, and nothing reads them). That is one system call per commit instead of a
  * write and an `fsync`. Where the platform has no `O_DSYNC` (Windows), each write is followed by
- * `fsync` as before.
+ * an `fsync`.
  *
- * The write and its flush are synchronous system calls: handing the flush to the libuv pool costs
- * a thread hand-off and a wake-up per commit (a write+flush loop ran about 1.6x slower that way on
- * the virtual disk we measured), while group commit already amortizes the flush across concurrent
- * appends. Reads of up to 64 KiB (a few new lines, a small page) are blocking `pread`s too, for
- * the same reason; larger catch-up scans and page reads run on the pool. A failed write or fsync
- * leaves the validated size where it was: the next catch-up reads back whatever did reach the file.
+ * The write and its flush are synchronous system calls: handing the flush to the libuv pool costs a
+ * thread hand-off and a wake-up per commit (a write+flush loop runs markedly slower that way, see
+ * docs/performance-history.md), while group commit already amortizes the flush across concurrent
+ * appends. Reads of up to 64 KiB (a few new lines, a small page) are blocking `pread`s too, for the
+ * same reason; larger catch-up scans and page reads run on the pool. A failed write or fsync leaves
+ * the validated size where it was: the next catch-up reads back whatever did reach the file.
  */
 import path from 'node:path';
 import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, openSync, read, readSync, writeSync } from 'node:fs';

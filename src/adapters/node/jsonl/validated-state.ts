@@ -97,9 +97,8 @@ export function decodeValidatedState(file: string, sessionId: string): Validated
  * optimization, and a missing or old one only costs a longer validation. It is not fsynced: after
  * a power loss the file may be the old one, empty or torn, and each of those is either checked
  * against the log (an old one still describes a prefix of the durable log) or refused, which
- * means a full validation. The flush cost a blocking `fsync` on the main thread per checkpoint
- * write (measured: JSONL commit throughput with checkpoints 1.08x of off without skipping the
- * sidecar, 1.03x skipping it, in paired runs).
+ * means a full validation. A flush would cost a blocking `fsync` on the main thread per checkpoint
+ * write, a measurable share of JSONL commit throughput (docs/performance-history.md).
  */
 export function writeValidatedState(file: string, state: ValidatedState): void {
   const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
