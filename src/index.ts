@@ -96,7 +96,6 @@ export {
 export {
   DURABLE_RECOVERY_ACTIONS,
   DurableSessionProjector,
-  projectDurableSession,
   type DurableActiveRequestStatus,
   type DurableActiveRequestView,
   type DurableActiveTurnView,
@@ -113,18 +112,19 @@ export {
   type DurableSessionStatus,
   type DurableToolAttemptStatus,
   type DurableToolAttemptView,
-  type ProjectDurableSessionOptions,
-  type ProjectedDurableSession,
 } from './core/projector/index.js';
 export {
   DurableCheckpointInconclusiveError,
   isCheckpointInconclusive,
   isCheckpointStore,
+  projectDurableSession,
   type DurableCheckpointOutcome,
   type DurableCheckpointPolicy,
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
   type DurableCheckpointWriteInfo,
+  type ProjectDurableSessionOptions,
+  type ProjectedDurableSession,
 } from './core/checkpoint/index.js';
 export {
   DurableEventSubscription,

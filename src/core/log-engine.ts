@@ -39,8 +39,10 @@ import {
   MAX_BATCH_BYTES,
   MAX_BATCH_EVENTS,
   MAX_EVENT_BYTES,
+  MAX_LEASE_TTL_MS,
   MAX_READ_LIMIT,
   MAX_READ_PAGE_BYTES,
+  MIN_LEASE_TTL_MS,
 } from '../protocol/limits.js';
 import type {
   DurableAppendOptions,
@@ -50,10 +52,7 @@ import type {
   DurableReadResult,
 } from './store.js';
 
-/** Shortest lease TTL a store accepts. */
-export const MIN_LEASE_TTL_MS = 10;
-/** Longest lease TTL a store accepts (one day). */
-export const MAX_LEASE_TTL_MS = 24 * 60 * 60 * 1000;
+export { MIN_LEASE_TTL_MS, MAX_LEASE_TTL_MS } from '../protocol/limits.js';
 
 /** Lease state as adapters persist it (JSON-safe, no brands needed at rest). */
 export interface LeaseState {

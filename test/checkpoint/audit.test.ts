@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { verifyThroughStore, type VerifyReport } from '../../src/cli/verify.js';
 import { decodeCheckpoint, encodeCheckpoint, type DecodedCheckpoint } from '../../src/core/checkpoint/codec.js';
-import { HashedKeyFilter } from '../../src/core/checkpoint/key-filter.js';
+import { HashedKeyFilter } from '../../src/core/projector/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, EventId, EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from './lifecycle-log.js';

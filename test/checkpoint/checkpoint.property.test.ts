@@ -10,7 +10,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
-import { DurableSessionProjector, projectDurableSession } from '../../src/core/projector/index.js';
+import { DurableSessionProjector } from '../../src/core/projector/index.js';
+import { projectDurableSession } from '../../src/core/checkpoint/index.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { mutate, type MutationKind } from '../projector/journal-mutations.js';
 import { simulate } from '../projector/lifecycle-simulator.js';

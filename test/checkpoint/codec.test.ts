@@ -18,8 +18,8 @@ import {
   type DecodedCheckpoint,
 } from '../../src/core/checkpoint/codec.js';
 import type { DurableCheckpointRecord } from '../../src/core/checkpoint/contract.js';
-import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/checkpoint/hash.js';
-import { HashedKeyFilter, SORT_SCRATCH_KEEP, sortHashes, sortScratchSize, sortedHashes } from '../../src/core/checkpoint/key-filter.js';
+import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/hash.js';
+import { HashedKeyFilter, SORT_SCRATCH_KEEP, sortHashes, sortScratchSize, sortedHashes } from '../../src/core/projector/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { ID_SPACE } from '../../src/core/projector/fold-state.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
 import { decodeCheckpoint, encodeCompacted, encodeExtension, type DecodedCheckpoint } from '../../src/core/checkpoint/codec.js';
-import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/checkpoint/hash.js';
+import { hashFrameBytes, hashKey, INITIAL_HASH_STATE } from '../../src/core/hash.js';
 import {
   COMPACT_BUCKETS,
   COMPACT_MIN_RUN,
@@ -18,7 +18,7 @@ import {
   runBytes,
   sortedHashes,
   type KeyRun,
-} from '../../src/core/checkpoint/key-filter.js';
+} from '../../src/core/projector/key-filter.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chainDigest, DIGEST_TAGS } from '../../src/core/checkpoint/codec.js';
-import { INITIAL_HASH_STATE, type RunningHashState } from '../../src/core/checkpoint/hash.js';
+import { INITIAL_HASH_STATE, type RunningHashState } from '../../src/core/hash.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import type { JsonValue } from '../../src/protocol/json.js';
 

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
-import { CommandIndex } from '../../src/core/journal/command-index.js';
+import { CommandIndex } from '../../src/core/command-index.js';
 import { commandContentKeys, eventContentKey, findCommandMismatch } from '../../src/core/journal/command-matching.js';
 import { DURABLE_EVENT_SCHEMA_VERSION, type DurableEventDraft, type DurableEventEnvelope } from '../../src/protocol/events.js';
 import { CommandId, EventId, EventSequence, SessionId } from '../../src/protocol/ids.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DurableCheckpointInconclusiveError, HashedKeyFilter } from '../../src/core/checkpoint/key-filter.js';
+import { DurableCheckpointInconclusiveError, HashedKeyFilter } from '../../src/core/projector/key-filter.js';
 import { ID_KIND, ID_SPACE } from '../../src/core/projector/fold-state.js';
 import { KEY_PREFIXES, PersistentKeySet, type KeyKind } from '../../src/core/projector/persistent-key-set.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
-import { DurableSessionProjector, projectDurableSession, projectionRuleOf } from '../../src/core/projector/index.js';
+import { DurableSessionProjector, projectionRuleOf } from '../../src/core/projector/index.js';
+import { projectDurableSession } from '../../src/core/checkpoint/index.js';
 import { MAX_LAYERS, PersistentKeySet } from '../../src/core/projector/persistent-key-set.js';
 import { DurableEventProjectionError } from '../../src/protocol/errors.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';

@@ -25,12 +25,12 @@
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
-import { CommandIndex } from '../journal/command-index.js';
+import { CommandIndex } from '../command-index.js';
 import { DURABLE_PROJECTOR_VERSION, DurableSessionProjector } from '../projector/projector.js';
 import type { DurableEventStore } from '../store.js';
 import { anchorOf, chainDigest, decodeCheckpoint, type DecodedCheckpoint } from './codec.js';
 import { isCheckpointStore } from './contract.js';
-import { INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
+import { INITIAL_HASH_STATE, type RunningHashState } from '../hash.js';
 
 /**
  * `value` as a checkpoint stores it (`JSON.stringify`: absent and `undefined` members alike), in

@@ -23,12 +23,12 @@
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { canonicalJson, type JsonValue } from '../../protocol/json.js';
 import type { CommandId, EventId, EventSequence, SessionId } from '../../protocol/ids.js';
-import type { CommandIndexCheckpoint, CommandRange } from '../journal/command-index.js';
+import type { CommandIndexCheckpoint, CommandRange } from '../command-index.js';
 import type { FoldState, RecentEvent } from '../projector/fold-state.js';
 import { detach, seal } from '../projector/frozen-data.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import { hashFrameBytes, hashString, INITIAL_HASH_STATE, type RunningHashState } from './hash.js';
-import { HashedKeyFilter, mergeRunsInto, runBytes, runView, type KeyRun } from './key-filter.js';
+import { hashFrameBytes, hashString, INITIAL_HASH_STATE, type RunningHashState } from '../hash.js';
+import { HashedKeyFilter, mergeRunsInto, runBytes, runView, type KeyRun } from '../projector/key-filter.js';
 
 /** Version of this byte layout. */
 export const CHECKPOINT_FORMAT = 6;

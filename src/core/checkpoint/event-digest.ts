@@ -13,7 +13,7 @@ import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { DurableStoreCallOptions } from '../store.js';
 import { chainDigest } from './codec.js';
-import { finishHash, INITIAL_HASH_STATE } from './hash.js';
+import { finishHash, INITIAL_HASH_STATE } from '../hash.js';
 
 /** The content digest of one event (a safe integer below 2^53); equal for equal canonical content. */
 export function eventDigest(event: DurableEventEnvelope): number {

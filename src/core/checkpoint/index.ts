@@ -34,4 +34,9 @@ export {
   type DurableEventDigestRow,
   type DurableEventDigestStore,
 } from './event-digest.js';
-export { DurableCheckpointInconclusiveError, isCheckpointInconclusive } from './key-filter.js';
+export { DurableCheckpointInconclusiveError, isCheckpointInconclusive } from '../projector/key-filter.js';
+export {
+  projectDurableSession,
+  type ProjectDurableSessionOptions,
+  type ProjectedDurableSession,
+} from './project-session.js';

@@ -22,7 +22,7 @@ import type { PersistentKeySet } from '../projector/persistent-key-set.js';
 import type { DurableStoreCallOptions } from '../store.js';
 import { encodeCompacted, type CheckpointContent } from './codec.js';
 import type { DurableCheckpointRecord } from './contract.js';
-import { sortedHashes } from './key-filter.js';
+import { sortedHashes } from '../projector/key-filter.js';
 
 /**
  * A checkpoint as the journal's objects (internal to the process that wrote it): the content of a

@@ -17,13 +17,13 @@
  */
 import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import type { DurableReadResult } from '../store.js';
-import { CommandIndex } from '../journal/command-index.js';
+import { CommandIndex } from '../command-index.js';
 import { PersistentKeySet } from '../projector/persistent-key-set.js';
 import { DURABLE_PROJECTOR_VERSION, DurableSessionProjector } from '../projector/projector.js';
 import { anchorOf, decodeCheckpoint, type CheckpointExtent } from './codec.js';
 import { isCheckpointStore, type DurableCheckpointRecord } from './contract.js';
-import type { RunningHashState } from './hash.js';
-import type { HashedKeyFilter } from './key-filter.js';
+import type { RunningHashState } from '../hash.js';
+import type { HashedKeyFilter } from '../projector/key-filter.js';
 import { keepsLiveCheckpoints, type DurableLiveCheckpoint } from './live.js';
 
 /** What happened to the checkpoint when a journal or projector opened. */

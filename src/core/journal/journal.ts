@@ -38,11 +38,11 @@ import {
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { describeInvalidId, type CommandId, type EventSequence, type SessionId } from '../../protocol/ids.js';
 import { appendFailureProvesNothingWritten } from './append-outcome.js';
-import type { CommandRange } from './command-index.js';
+import type { CommandRange } from '../command-index.js';
 import { findCommandMismatch } from './command-matching.js';
 import { previewCommand } from './command-preview.js';
 import { JournalLog, journalError } from './journal-log.js';
-import { isCheckpointInconclusive } from '../checkpoint/key-filter.js';
+import { isCheckpointInconclusive } from '../projector/key-filter.js';
 import type { DurableCheckpointOutcome } from '../checkpoint/load.js';
 import {
   prepareCommand,

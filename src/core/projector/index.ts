@@ -3,11 +3,6 @@
  */
 export { DURABLE_PROJECTOR_VERSION, DurableSessionProjector, type DurableSessionProjectorOptions } from './projector.js';
 export {
-  projectDurableSession,
-  type ProjectDurableSessionOptions,
-  type ProjectedDurableSession,
-} from './project-session.js';
-export {
   planDurableRecovery,
   classifyToolAttempt,
   isToolResponseConfirmed,

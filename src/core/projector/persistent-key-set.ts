@@ -37,7 +37,7 @@
  * before the checkpoint. A key found there is only *maybe* present, so `has` and `add` throw
  * `DurableCheckpointInconclusiveError` rather than guess; the owner then folds the whole log.
  */
-import { DurableCheckpointInconclusiveError, HashedKeyFilter } from '../checkpoint/key-filter.js';
+import { DurableCheckpointInconclusiveError, HashedKeyFilter } from './key-filter.js';
 
 /**
  * The namespaces of the projector's keys: a key of kind `k` is spelled `KEY_PREFIXES[k] + id`.

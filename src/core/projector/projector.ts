@@ -14,7 +14,7 @@ import { DurableEventProjectionError } from '../../protocol/errors.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { seal } from './frozen-data.js';
-import { isCheckpointInconclusive, type DurableCheckpointInconclusiveError } from '../checkpoint/key-filter.js';
+import { isCheckpointInconclusive, type DurableCheckpointInconclusiveError } from './key-filter.js';
 import { EMPTY_FOLD_STATE, type FoldState } from './fold-state.js';
 import { foldEvent, foldParsed } from './invariants.js';
 import { PersistentKeySet } from './persistent-key-set.js';

@@ -19,7 +19,7 @@
  */
 import { CheckpointAudit } from '../../core/checkpoint/audit.js';
 import { isCheckpointStore } from '../../core/checkpoint/contract.js';
-import { isCheckpointInconclusive } from '../../core/checkpoint/key-filter.js';
+import { isCheckpointInconclusive } from '../../core/projector/key-filter.js';
 import { loadCheckpoint } from '../../core/checkpoint/load.js';
 import type { DurabilityRecord } from '../../core/durability/ledger-contract.js';
 import { isDurabilityLedgerStore } from '../../core/durability/ledger-contract.js';

@@ -8,8 +8,8 @@
  * replay, a reconciliation). A command is contiguous when all its events sit next to each
  * other; an ID that appears again after another event breaks that and makes the ID conflicting.
  */
-import type { DurableEventEnvelope } from '../../protocol/events.js';
-import type { CommandId, EventSequence } from '../../protocol/ids.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import type { CommandId, EventSequence } from '../protocol/ids.js';
 
 /** Where one command's events are. */
 export interface CommandRange {

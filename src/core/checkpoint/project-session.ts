@@ -16,10 +16,10 @@ import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { DEFAULT_READ_LIMIT } from '../../protocol/limits.js';
 import { throwIfAborted } from '../abort.js';
 import type { DurableEventStore } from '../store.js';
-import { DurableSessionProjector } from './projector.js';
-import { isCheckpointInconclusive } from '../checkpoint/key-filter.js';
-import { loadCheckpoint, type DurableCheckpointOutcome } from '../checkpoint/load.js';
-import type { DurableRecoveryPlan, DurableSessionProjection } from './projection-types.js';
+import { DurableSessionProjector } from '../projector/projector.js';
+import { isCheckpointInconclusive } from '../projector/key-filter.js';
+import { loadCheckpoint, type DurableCheckpointOutcome } from './load.js';
+import type { DurableRecoveryPlan, DurableSessionProjection } from '../projector/projection-types.js';
 
 /** Options of {@link projectDurableSession}. */
 export interface ProjectDurableSessionOptions {

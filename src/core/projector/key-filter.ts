@@ -17,7 +17,7 @@
  * key has probability about keys / 2^48 per lookup (7e-9 at two million keys), so in practice
  * the rebuild happens only for a log that really reuses an old ID, i.e. an invalid one.
  */
-import { hashKey, hashKeyBytes, hashKeyRange } from './hash.js';
+import { hashKey, hashKeyBytes, hashKeyRange } from '../hash.js';
 
 /** Bits of a key hash (`hashKey`): values are integers in [0, 2^48). */
 export const KEY_HASH_BITS = 48;
