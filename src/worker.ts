@@ -3,8 +3,10 @@
  *
  * - `SessionObject`: the per-session Durable Object class. Export it (or your subclass) from your
  *   Worker's main module, bind it (`[[durable_objects.bindings]]`) and declare it in a
- *   `new_sqlite_classes` migration. Durable tool calls: subclass it and override `agents()` (an
- *   `AgentMounts`); sleeps survive eviction (the object's alarm resumes them). See docs/durability.md.
+ *   `new_sqlite_classes` migration. An agent and durable tools: subclass it and override
+ *   `sessionAgent()` (a `SessionAgentMount`: model and `defineTool` tools, which the model calls
+ *   and runs start); sleeps survive eviction (the object's alarm resumes them). See
+ *   docs/edge-agents.md and docs/durability.md.
  * - The HTTP app: `createApp({ binding })` (a Hono app: every route, auth, SSE, WebSocket
  *   subscriptions, the OpenAPI document and `/docs`) or the one-line router
  *   `routeSessionRequest(request, env, { binding })`, which answers `null` for paths that are not
@@ -29,7 +31,6 @@ export { RESUME_CHECK_MS, USER_TIMER_RETRY_DELAY_MS } from './edge/durability.js
 export {
   DEFAULT_RUN_RETRY_POLICY,
   RUN_OUTCOME_KEY,
-  type AgentMounts,
   type RunRetryPolicy,
 } from './edge/outcomes.js';
 export { MAX_TIMERS_PER_ALARM, TIMER_KINDS, type TimerKind, type UserTimer } from './edge/timers.js';
@@ -54,6 +55,7 @@ export type {
   SessionAgentMount,
   SessionObjectAgentRpc,
 } from './adapters/durable-object/agent-rpc.js';
+export { DEFAULT_AGENT_NAME } from './adapters/durable-object/agent-rpc.js';
 
 // The HTTP app and the router.
 export { createApp, appRoutes, ROUTE_GROUPS, chatRoutes, type CreateAppOptions, type RouteGroup } from './app/app.js';

@@ -118,8 +118,9 @@ export class SessionObject extends LedgerSessionObject {
    */
   async directTurn(sessionId: string): Promise<number> {
     const id = this.bindSession(sessionId);
-    const mount = this.sessionAgent();
-    this.#direct ??= await createSession({ sessionId: id, model: mount.model, tools: mount.tools ?? {}, durableEventStore: this.store });
+    const { model, tools } = this.sessionAgent();
+    if (model === undefined) throw new Error('the bench agent mounts no model');
+    this.#direct ??= await createSession({ sessionId: id, model, tools: tools ?? {}, durableEventStore: this.store });
     const result = await this.#direct.run('turn');
     return result.status === 'completed' ? 1 : 0;
   }

@@ -212,12 +212,15 @@ interface AgentHostDeps {
 
 type HostState = AgentStatus['state'];
 
+/** A mount with a model: an agent the host runs. */
+type ModelMount = SessionAgentMount & { model: SessionLanguageModel };
+
 /** The agent part of a SessionObject (see the module header). */
 export class SessionAgentHost {
   readonly live: AgentLiveStream;
   readonly #deps: AgentHostDeps;
   readonly #ownerId = `${OBJECT_LEASE_OWNER_PREFIX}${crypto.randomUUID()}`;
-  #mount: SessionAgentMount | null | undefined;
+  #mount: ModelMount | null | undefined;
   #session: Session | null = null;
   #opening: Promise<Session | null> | null = null;
   #pumping = false;
@@ -267,15 +270,18 @@ export class SessionAgentHost {
     return this.#deps.store.eventLog.driver;
   }
 
-  /** The owner's mount, or `undefined` when the object runs no agent. */
-  #mounted(): SessionAgentMount | undefined {
-    if (this.#mount === undefined) this.#mount = this.#deps.mount() ?? null;
+  /** The owner's mount, or `undefined` when the object runs no agent (no mount, or no model). */
+  #mounted(): ModelMount | undefined {
+    if (this.#mount === undefined) {
+      const mount = this.#deps.mount();
+      this.#mount = mount?.model === undefined ? null : { ...mount, model: mount.model };
+    }
     return this.#mount ?? undefined;
   }
 
-  #requireMount(): SessionAgentMount {
+  #requireMount(): ModelMount {
     const mount = this.#mounted();
-    if (mount === undefined) throw invalid('this session object runs no agent (override SessionObject.sessionAgent())');
+    if (mount === undefined) throw invalid('this session object runs no agent (return { model } from SessionObject.sessionAgent())');
     return mount;
   }
 

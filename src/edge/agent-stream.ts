@@ -205,17 +205,13 @@ export class AgentLiveStream {
         ...tool,
         execute: async (input: never, context: SessionToolContext) => {
           await this.#beforeIo();
+          const { requestId, turnId, toolAttemptId, toolCallId, toolName } = context;
           const progress = (data: JsonValue): void => {
-            const frame: TransientSubscriberFrame = {
-              type: 'tool_progress',
-              requestId: context.requestId,
-              turnId: context.turnId,
-              toolAttemptId: context.toolAttemptId,
-              toolCallId: context.toolCallId,
-              toolName: context.toolName,
-              data,
-            };
-            this.#sink(JSON.stringify(frame));
+            // The Session always sets the Request's IDs (only a run leaves them out).
+            if (requestId !== undefined && turnId !== undefined && toolAttemptId !== undefined) {
+              const frame: TransientSubscriberFrame = { type: 'tool_progress', requestId, turnId, toolAttemptId, toolCallId, toolName, data };
+              this.#sink(JSON.stringify(frame));
+            }
             context.progress(data);
           };
           return tool.execute(input, { ...context, progress });

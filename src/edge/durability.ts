@@ -1,11 +1,15 @@
 /**
  * Durable tool calls inside a SessionObject, resumed by the object's alarm.
  *
- * The object mounts its agents (`SessionObject.agents()`) on an agent runtime over its own SQL
- * store with `durability: true`, so a handler's `step` / `sleep` / `waitFor` write the session's
- * durability ledger in the events' transaction domain. On top of that:
+ * The tools of the object's one mount (`SessionObject.sessionAgent()`, the same `defineTool`
+ * tools its model calls) run on an agent runtime over its own SQL store with `durability: true`,
+ * so a tool's `step` / `sleep` / `waitFor` write the session's durability ledger in the events'
+ * transaction domain, scoped like a model's call of it (`toolCallScope(runId, toolName,
+ * toolCallId)`). A run has no Request: the tool's context leaves the Request's IDs out. The
+ * tool's definition holds in a run too: one that needs permission is refused (nobody could
+ * answer), and a `non_idempotent` one is executed once (no retry, no replay). On top of that:
  * 1. Start: `startToolCall` stores the call in `tool_runs` (what a replay needs) and runs the
- *    handler in the object, without holding the request. The outcome becomes a `run_event`
+ *    tool in the object, without holding the request. The outcome becomes a `run_event`
  *    record `run` (completed with `{ result }`, failed with `{ error, attempts }`; see
  *    `outcomes.ts`).
  * 2. Deadlines: the transaction that records a `sleep` (or a `wait` with a timeout) of a call
@@ -16,9 +20,10 @@
  *    alarm finds nothing (and the ledger identities are idempotent anyway). If no execution of
  *    the call is in memory (the object was evicted or restarted), the call is resumed by replay
  *    (`runtime.recover(..., 'replay')`): recorded steps return their results, the elapsed sleep
- *    returns at once, the rest runs.
+ *    returns at once, the rest runs. A `non_idempotent` call is recorded failed
+ *    (`TOOL_OUTCOME_UNKNOWN`) instead.
  * 4. Failure: a handler that throws records `run_event` `attempt-<n>` (failed) and gets a retry
- *    timer; after `maxAttempts` executions the call is recorded failed. Completion and failure
+ *    timer; after `maxAttempts` executions (one for `non_idempotent`) the call is recorded failed. Completion and failure
  *    remove the call's pending timers in the same transaction.
  * 5. Deliveries: `deliver` records the delivery (idempotent by id), which wakes live waiters,
  *    and resumes the run's idle calls by replay (an evicted waiter).
@@ -37,16 +42,19 @@ import type {
   ToolCallAccepted,
   ToolCallState,
 } from '../adapters/durable-object/durability-rpc.js';
+import { DEFAULT_AGENT_NAME, type SessionAgentMount } from '../adapters/durable-object/agent-rpc.js';
 import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { deliverDurably } from '../core/durability/deliver.js';
 import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
 import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/ledger-engine.js';
 import { toolCallScope } from '../core/durability/scope.js';
 import { createAgentRuntime } from '../core/runtime/agent-runtime.js';
-import type { AgentRuntime } from '../core/runtime/runtime-types.js';
+import type { AgentRuntime, RuntimeToolContext } from '../core/runtime/runtime-types.js';
 import { DurabilityError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../protocol/json.js';
+import { needsPermission } from '../session/tools.js';
+import type { AnySessionTool, SessionToolContext } from '../session/types.js';
 import { broadcastDurability } from './frames.js';
 import {
   checkedPolicy,
@@ -55,7 +63,6 @@ import {
   runEventIdentity,
   runStatus,
   toolCallState,
-  type AgentMounts,
   type RunRetryPolicy,
 } from './outcomes.js';
 import { runInput, ToolRunTable, type ToolRunRow } from './runs.js';
@@ -70,7 +77,8 @@ export const USER_TIMER_RETRY_DELAY_MS = 5_000;
 interface DurabilityHost {
   readonly ctx: DurableObjectState;
   readonly store: SqlDurableEventStore;
-  agents(): AgentMounts;
+  /** The object's one mount (`SessionObject.sessionAgent()`). */
+  mount(): SessionAgentMount | undefined;
   retryPolicy(): RunRetryPolicy;
   onTimer(timer: UserTimer): void | Promise<void>;
   /** The agent watchdog is due (`agent-host.ts`). */
@@ -79,8 +87,28 @@ interface DurabilityHost {
 
 type Outcome = { ok: true; value: JsonValue } | { ok: false; error: unknown };
 
+/** The mount's tools on an agent runtime, under the mount's name. */
+interface MountedTools {
+  runtime: AgentRuntime;
+  agent: string;
+  tools: Readonly<Record<string, AnySessionTool>>;
+}
+
 function invalidInput(message: string): DurabilityError {
   return new DurabilityError('DURABILITY_INVALID_INPUT', message);
+}
+
+/** A tool's context in a run: the run's identity and durability port, no Request. */
+function runContext(ctx: RuntimeToolContext): SessionToolContext {
+  const { sessionId, runId, toolCallId, toolName, signal, step, sleep, waitFor } = ctx;
+  const request = { requestId: undefined, turnId: undefined, toolAttemptId: undefined, executionFence: undefined, context: {} };
+  return { sessionId, runId, ...request, toolCallId, toolName, signal, step, sleep, waitFor, progress: () => undefined };
+}
+
+/** Why an interrupted `non_idempotent` call is not executed again. */
+function outcomeUnknown(): Error {
+  const message = 'an execution of this non_idempotent tool call ended without a recorded outcome; it is never run again automatically';
+  return Object.assign(new Error(message), { code: 'TOOL_OUTCOME_UNKNOWN' });
 }
 
 /** The durability part of a SessionObject (see the module header). */
@@ -89,7 +117,7 @@ export class SessionDurability {
   readonly runs: ToolRunTable;
   readonly #host: DurabilityHost;
   readonly #live = new Map<string, Promise<void>>();
-  #runtime: { runtime: AgentRuntime; mounts: AgentMounts } | undefined;
+  #mounted: MountedTools | undefined;
 
   constructor(host: DurabilityHost) {
     this.#host = host;
@@ -103,14 +131,27 @@ export class SessionDurability {
     return this.#live.has(scope);
   }
 
-  #mounted(): { runtime: AgentRuntime; mounts: AgentMounts } {
-    if (this.#runtime === undefined) {
-      const mounts = this.#host.agents();
+  #tools(): MountedTools {
+    if (this.#mounted === undefined) {
+      const mount = this.#host.mount();
+      const agent = mount?.name ?? DEFAULT_AGENT_NAME;
+      const tools = mount?.tools ?? {};
       const runtime = createAgentRuntime({ store: this.#host.store, durability: true });
-      for (const [name, mount] of Object.entries(mounts)) runtime.mountAgent(name, mount);
-      this.#runtime = { runtime, mounts };
+      const handlers = Object.entries(tools).map(([name, tool]) => [
+        name,
+        // SAFETY: the tool's input type is its own; a run passes the input stored for the call.
+        (input: never, ctx: RuntimeToolContext) => (tool.execute as (input: unknown, context: SessionToolContext) => unknown)(input, runContext(ctx)),
+      ]);
+      runtime.mountAgent(agent, { tools: Object.fromEntries(handlers) });
+      this.#mounted = { runtime, agent, tools };
     }
-    return this.#runtime;
+    return this.#mounted;
+  }
+
+  /** The mounted tool a call names, if any. */
+  #toolOf(run: { agent: string; toolName: string }): AnySessionTool | undefined {
+    const { agent, tools } = this.#tools();
+    return agent === run.agent && Object.hasOwn(tools, run.toolName) ? tools[run.toolName] : undefined;
   }
 
   // ---- hooks of the store -------------------------------------------------------------------
@@ -159,9 +200,12 @@ export class SessionDurability {
     const toolName = checkDurabilityKey(input.toolName, 'toolName');
     const toolCallId = checkDurabilityKey(input.toolCallId, 'toolCallId');
     const value = checkDurabilityValue(input.input, 'input');
-    const tools = this.#mounted().mounts[agent]?.tools;
-    if (tools === undefined || !Object.hasOwn(tools, toolName)) {
+    const tool = this.#toolOf({ agent, toolName });
+    if (tool === undefined) {
       throw invalidInput(`no tool ${JSON.stringify(toolName)} is mounted on agent ${JSON.stringify(agent)} in this session object`);
+    }
+    if (needsPermission(tool, value)) {
+      throw invalidInput(`tool ${JSON.stringify(toolName)} needs permission: it runs only when the model calls it in a request`);
     }
     const scope = toolCallScope(runId, toolName, toolCallId);
     const { run, created } = this.#host.store.eventLog.driver.transaction(() => {
@@ -204,8 +248,11 @@ export class SessionDurability {
     }
     const task = (async () => {
       let outcome: Outcome;
+      let once = false;
       try {
-        const { runtime } = this.#mounted();
+        once = this.#toolOf(run)?.sideEffect === 'non_idempotent';
+        if (mode === 'replay' && once) throw outcomeUnknown();
+        const { runtime } = this.#tools();
         const call = {
           sessionId: run.sessionId,
           runId: run.runId,
@@ -222,7 +269,7 @@ export class SessionDurability {
       // Leave the live set and record the outcome in one synchronous turn: nothing can start a
       // second execution in between.
       this.#live.delete(run.scope);
-      this.#settle(run, outcome);
+      this.#settle(run, outcome, once);
     })();
     this.#live.set(run.scope, task);
     task.catch((error: unknown) => {
@@ -231,7 +278,8 @@ export class SessionDurability {
     });
   }
 
-  #settle(run: ToolRunRow, outcome: Outcome): void {
+  /** Records an execution's outcome; `once`: no retry (a `non_idempotent` tool). */
+  #settle(run: ToolRunRow, outcome: Outcome, once: boolean): void {
     const { sessionId, scope } = run;
     const durability = this.#host.store.durability;
     if (outcome.ok) {
@@ -248,7 +296,7 @@ export class SessionDurability {
         outcome = { ok: false, error };
       }
     }
-    const policy = checkedPolicy(this.#host.retryPolicy());
+    const policy = once ? { maxAttempts: 1, retryDelayMs: 0 } : checkedPolicy(this.#host.retryPolicy());
     const attempt = (this.runs.get(sessionId, scope)?.attempts ?? run.attempts) + 1;
     const error = describeError(outcome.error);
     if (attempt < policy.maxAttempts) {

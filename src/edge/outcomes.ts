@@ -12,12 +12,8 @@
 import type { RunState, ToolCallState } from '../adapters/durable-object/durability-rpc.js';
 import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
 import { durabilityIdentity } from '../core/durability/ledger-engine.js';
-import type { MountAgentOptions } from '../core/runtime/runtime-types.js';
 import type { JsonValue } from '../protocol/json.js';
 import type { ToolRunRow } from './runs.js';
-
-/** The agents a SessionObject mounts: agent name -> its tools (see `SessionObject.agents()`). */
-export type AgentMounts = Readonly<Record<string, MountAgentOptions>>;
 
 /** How often a throwing tool call is executed before it is recorded failed. */
 export interface RunRetryPolicy {

@@ -18,10 +18,11 @@
  * - After every committed append, whatever ran it (an RPC append, or later code running inside
  *   the object over `this.store`), `afterCommit` pushes the events to sockets and settles long
  *   polls. Subclasses and later features add methods that use `this.store` / `this.eventLog`.
- * - Durable tool calls (`durability.ts`): a subclass mounts agents by overriding
- *   `agents()`; `startToolCall` runs a tool inside the object, `step` / `sleep` / `waitFor` write
- *   the session's durability ledger, and the object's alarm — shared through the `timers` table
- *   with the owner's `scheduleTimer` / `onTimer` — resumes sleeping calls after an eviction.
+ * - One mount (`sessionAgent()`, overridden by a subclass): a model and `defineTool` tools. The
+ *   model calls the tools in agent requests (`agent-host.ts`); `startToolCall` runs one as a run
+ *   (`durability.ts`). In both, `step` / `sleep` / `waitFor` write the session's durability
+ *   ledger, and the object's alarm — shared through the `timers` table with the owner's
+ *   `scheduleTimer` / `onTimer` — resumes the work after an eviction.
  */
 import { DurableObject } from 'cloudflare:workers';
 import {
@@ -69,7 +70,7 @@ import type { JsonValue } from '../protocol/json.js';
 import { SessionDurability } from './durability.js';
 import { OBJECT_SCHEMA } from './schema.js';
 import { migrateSqlSchema } from '../adapters/sql/schema.js';
-import { DEFAULT_RUN_RETRY_POLICY, type AgentMounts, type RunRetryPolicy } from './outcomes.js';
+import { DEFAULT_RUN_RETRY_POLICY, type RunRetryPolicy } from './outcomes.js';
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
 import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
@@ -130,21 +131,24 @@ function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions 
  * The per-session Durable Object. Mount it in a Worker with a `new_sqlite_classes` migration and
  * a namespace binding, and talk to it through `DurableObjectEventStore` or its RPC methods.
  *
- * To run durable tools inside it, subclass it, override {@link SessionObject.agents}, and export
- * and bind the SUBCLASS (its name goes in `class_name` and `new_sqlite_classes`).
+ * To run an agent or durable tools inside it, subclass it, override
+ * {@link SessionObject.sessionAgent}, and export and bind the SUBCLASS (its name goes in
+ * `class_name` and `new_sqlite_classes`).
  *
  * @example
  * export class MySessionObject extends SessionObject {
- *   protected override agents(): AgentMounts {
+ *   protected override sessionAgent(): SessionAgentMount {
  *     return {
- *       billing: {
- *         tools: {
- *           refund: async (input: { orderId: string }, ctx) => {
+ *       name: 'billing',
+ *       tools: {
+ *         refund: defineTool({
+ *           sideEffect: 'idempotent',
+ *           execute: async (input: { orderId: string }, ctx) => {
  *             const refund = await ctx.step!('refund', () => payments.refund(input.orderId));
  *             await ctx.sleep!('settle', 10 * 60_000); // survives eviction: the alarm resumes it
  *             return ctx.step!('notify', () => notify(refund));
  *           },
- *         },
+ *         }),
  *       },
  *     };
  *   }
@@ -174,6 +178,8 @@ export class SessionObject
   #journals: SessionJournalHost | undefined;
   /** The agent Session this object runs (`agent-host.ts`). */
   readonly #agent: SessionAgentHost;
+  /** The owner's mount, read once per instance (`null`: none). */
+  #mount: SessionAgentMount | null | undefined;
 
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
@@ -194,7 +200,7 @@ export class SessionObject
     this.#durability = new SessionDurability({
       ctx,
       store: this.#store,
-      agents: () => this.agents(),
+      mount: () => this.#mounted(),
       retryPolicy: () => this.retryPolicy(),
       onTimer: (timer) => this.onTimer(timer),
       onAgentWatch: () => this.#agent.onWatch(),
@@ -202,7 +208,7 @@ export class SessionObject
     this.#agent = new SessionAgentHost({
       store: this.#store,
       timers: this.#durability.timers,
-      mount: () => this.sessionAgent(),
+      mount: () => this.#mounted(),
       broadcast: (frame) => this.#sockets.broadcastTransient(frame),
       boundSession: () => this.#storedSession(),
       pendingPermissions: async (sessionId) =>
@@ -211,7 +217,7 @@ export class SessionObject
     this.#store.eventLog.onCommit(({ sessionId, result }) => this.#afterCommit(sessionId, result.events));
     this.#store.durability.onCreated((record) => this.#durability.afterCreate(record));
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(SUBSCRIBER_PING, SUBSCRIBER_PONG));
-    // After the subclass constructor finished (agents() may use its fields): re-arm the alarm and
+    // After the subclass constructor finished (sessionAgent() may use its fields): re-arm the alarm and
     // resume calls an eviction interrupted.
     queueMicrotask(() => {
       this.#durability.wake();
@@ -222,20 +228,14 @@ export class SessionObject
   // ---- extension points ---------------------------------------------------------------------
 
   /**
-   * The agents this object runs, by name. Override it in a subclass; called once per instance,
-   * on first use. The default mounts nothing (`startToolCall` then refuses every call).
-   */
-  protected agents(): AgentMounts {
-    return {};
-  }
-
-  /**
-   * The agent Session this object runs, if any. Override it in a subclass to serve the agent
-   * routes (`POST /v1/sessions/:sessionId/requests`, inputs, abort, permissions): the object then
-   * runs the Session loop inside itself, as the session's single writer, streams token deltas
-   * and tool progress to its subscribers, and resumes the run from its alarm after an eviction.
-   * Called once per instance, on first use (after the constructor: it may read `this.env`).
-   * The default runs no agent (the agent routes answer 400).
+   * The agent this object runs, if any: its model and its tools. Override it in a subclass. With
+   * a model, the object serves the agent routes (`POST /v1/sessions/:sessionId/requests`, inputs,
+   * abort, permissions): it runs the Session loop inside itself, as the session's single writer,
+   * streams token deltas and tool progress to its subscribers, and resumes the run from its alarm
+   * after an eviction. Each tool can also be started as a run (`POST .../runs/:runId/tool-calls`
+   * naming the mount's `name`), with the same durability port. Called once per instance, on first
+   * use (after the constructor: it may read `this.env`). The default runs no agent (the agent
+   * routes answer 400, `startToolCall` refuses every call).
    *
    * @example
    * protected override sessionAgent(): SessionAgentMount {
@@ -246,7 +246,12 @@ export class SessionObject
     return undefined;
   }
 
-  /** How often a throwing tool call runs before it is recorded failed (default: 3 times, 2 s / 4 s apart). */
+  #mounted(): SessionAgentMount | undefined {
+    if (this.#mount === undefined) this.#mount = this.sessionAgent() ?? null;
+    return this.#mount ?? undefined;
+  }
+
+  /** How often a throwing run runs before it is recorded failed (default: 3 times, 2 s / 4 s apart). */
   protected retryPolicy(): RunRetryPolicy {
     return DEFAULT_RUN_RETRY_POLICY;
   }

@@ -122,7 +122,8 @@ interface ToolScope {
   toolAttemptId: ToolAttemptId;
 }
 
-function needsPermission(tool: AnySessionTool | undefined, input: JsonValue): boolean {
+/** Whether `tool` asks permission before it runs with `input`. */
+export function needsPermission(tool: AnySessionTool | undefined, input: JsonValue): boolean {
   const rule = tool?.needsPermission;
   // SAFETY: the handler's input type is the tool's own; the Session passes the persisted input.
   return typeof rule === 'function' ? (rule as (input: JsonValue) => boolean)(input) : rule === true;
@@ -361,6 +362,7 @@ async function executeTool(
   const port = core.settings.durability && isDurabilityLedgerStore(store) ? lazyPort(store, core, run, view, behavior) : undefined;
   const context: SessionToolContext = {
     sessionId: core.sessionId,
+    runId: run.requestId,
     requestId: run.requestId,
     turnId: scope.turnId,
     toolAttemptId: view.toolAttemptId,

@@ -79,13 +79,19 @@ export type SessionClock = () => number;
 // Tools
 // ---------------------------------------------------------------------------------------------
 
-/** What a tool handler receives next to its input. */
+/**
+ * What a tool handler receives next to its input. A tool runs in one of two ways: the model calls
+ * it in a Request of a Session, or (inside a session object, `docs/edge-agents.md`) it is started
+ * as a run over `POST .../runs/:runId/tool-calls`. The Request's IDs are `undefined` in a run.
+ */
 export interface SessionToolContext {
   readonly sessionId: SessionId;
-  readonly requestId: RequestId;
-  readonly turnId: TurnId;
-  readonly toolAttemptId: ToolAttemptId;
-  /** The model's tool call ID: stable across an in-place retry of the same attempt. */
+  /** The durability run the call belongs to: the Request's ID, or the run's ID in a run. */
+  readonly runId: string;
+  readonly requestId: RequestId | undefined;
+  readonly turnId: TurnId | undefined;
+  readonly toolAttemptId: ToolAttemptId | undefined;
+  /** The tool call ID (the model's, or the run's): stable across a retry or replay of the call. */
   readonly toolCallId: string;
   readonly toolName: string;
   /**
@@ -99,17 +105,17 @@ export interface SessionToolContext {
    * writes from a worker that lost the session: the ledger cannot fence foreign resources.
    */
   readonly executionFence: DurableExecutionFence | undefined;
-  /** The Request's runtime context (as persisted in `request_accepted`). */
+  /** The Request's runtime context (as persisted in `request_accepted`); `{}` in a run. */
   readonly context: JsonObject;
   /**
-   * Durability port scoped to `(requestId, toolName, toolCallId)`: `step` results, `sleep`
-   * deadlines and `waitFor` deliveries survive a crash and are replayed by an in-place retry.
+   * Durability port scoped to `(runId, toolName, toolCallId)`: `step` results, `sleep`
+   * deadlines and `waitFor` deliveries survive a crash and are replayed by a retry of the call.
    * `undefined` when the store does not implement the durability ledger.
    */
   readonly step: DurabilityPortLike['step'] | undefined;
   readonly sleep: DurabilityPortLike['sleep'] | undefined;
   readonly waitFor: DurabilityPortLike['waitFor'] | undefined;
-  /** Emits a transient `tool_progress` frame on the Session's stream (never persisted). */
+  /** Emits a transient `tool_progress` frame on the Session's stream (never persisted; nothing in a run). */
   progress(data: JsonValue): void;
 }
 
@@ -132,11 +138,13 @@ export interface SessionTool<I = JsonValue, O extends JsonValue = JsonValue> {
   /**
    * Whether running it again is safe: `pure` (no effect), `idempotent` (same effect twice is one
    * effect), `non_idempotent` (never replayed automatically; an unknown outcome needs a human).
+   * In a run, a `non_idempotent` call is executed once: no retry after a throw, no replay after
+   * an interruption (recorded failed with `TOOL_OUTCOME_UNKNOWN`).
    */
   sideEffect: SideEffect;
   /** What a `now` input does to a running call: `cancel` aborts its signal, `block` lets it finish (default `cancel`). */
   interruptBehavior?: InterruptBehavior;
-  /** Ask the host permission callback before the tool starts (default `false`). */
+  /** Ask the host permission callback before the tool starts (default `false`); such a call is refused as a run. */
   needsPermission?: boolean | ((input: I) => boolean);
   /** Message shown with the permission request. */
   permissionMessage?: (input: I) => string;

@@ -45,13 +45,15 @@ describe('docs/edge-agents.md: the Workers AI example', () => {
     // the object's other members (storage, alarm, routes) are not part of what the example decides.
     const sessionAgent = (AgentObject.prototype as unknown as { sessionAgent(this: { env: unknown }): SessionAgentMount }).sessionAgent;
     const mount = sessionAgent.call({ env: { AI: ai } });
-    expect(mount.model.specificationVersion).toBe('v4');
+    const model = mount.model;
+    if (model === undefined) throw new Error('the example mounts no model');
+    expect(model.specificationVersion).toBe('v4');
 
     const store = new MemoryDurableEventStore();
     const permissions: string[] = [];
     const session = await createSession({
       sessionId: 'docs-edge',
-      model: mount.model,
+      model,
       ...(mount.system === undefined ? {} : { system: mount.system }),
       ...(mount.tools === undefined ? {} : { tools: mount.tools }),
       durableEventStore: store,

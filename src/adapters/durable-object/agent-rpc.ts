@@ -15,8 +15,12 @@ import type { JsonObject } from '../../protocol/json.js';
 import type { AnySessionTool, SessionLanguageModel, SessionOptions, SessionRecoveryPolicy } from '../../session/types.js';
 import type { RpcResult } from './rpc.js';
 
+/** The agent name of a mount that names none: what `agent` a run names (`POST .../runs/:runId/tool-calls`). */
+export const DEFAULT_AGENT_NAME = 'agent';
+
 /**
- * The agent a session object runs, as its owner mounts it (see `SessionObject.sessionAgent()`).
+ * The agent a session object runs, as its owner mounts it (see `SessionObject.sessionAgent()`):
+ * its tools serve both the model (agent requests) and runs started over the runs routes.
  *
  * @example
  * protected override sessionAgent(): SessionAgentMount {
@@ -25,11 +29,19 @@ import type { RpcResult } from './rpc.js';
  * }
  */
 export interface SessionAgentMount {
-  /** The default model (any AI SDK `LanguageModelV4` or `LanguageModelV3` provider model). */
-  model: SessionLanguageModel;
+  /** The agent's name: the `agent` a run names (default {@link DEFAULT_AGENT_NAME}). */
+  name?: string;
+  /**
+   * The default model (any AI SDK `LanguageModelV4` or `LanguageModelV3` provider model). Without
+   * one the object takes no agent requests; its tools still run as runs.
+   */
+  model?: SessionLanguageModel;
   /** Other models a request may choose by name (`model` in the request body). */
   models?: Readonly<Record<string, SessionLanguageModel>>;
-  /** Tools by name (`defineTool` of `agent-ledger/session`). */
+  /**
+   * Tools by name (`defineTool` of `agent-ledger/session`): the model calls them in requests, and
+   * each can be started as a run (`POST .../runs/:runId/tool-calls`), with the same durability port.
+   */
   tools?: Readonly<Record<string, AnySessionTool>>;
   /** System prompt. */
   system?: string;
