@@ -1,13 +1,12 @@
 /**
  * Durable tool calls inside a SessionObject, resumed by the object's alarm.
  *
- * The tools of the object's one mount (`SessionObject.sessionAgent()`, the same `defineTool`
- * tools its model calls) run on an agent runtime over its own SQL store with `durability: true`,
- * so a tool's `step` / `sleep` / `waitFor` write the session's durability ledger in the events'
- * transaction domain, scoped like a model's call of it (`toolCallScope(runId, toolName,
- * toolCallId)`). A run has no Request: the tool's context leaves the Request's IDs out. The
- * tool's definition holds in a run too: one that needs permission is refused (nobody could
- * answer), and a `non_idempotent` one is executed once (no retry, no replay). On top of that:
+ * A run is a call of a tool of the object's one mount (`SessionObject.sessionAgent()`: the same
+ * `defineTool` tools its model calls). Its durability port is the one a model's call gets, over
+ * the object's own SQL store and scoped to `toolCallScope(runId, toolName, toolCallId)`, so
+ * `step` / `sleep` / `waitFor` write the session's durability ledger in the events' transaction
+ * domain. A run has no Request (the context leaves its IDs out); a tool that needs permission is
+ * refused, and a `non_idempotent` one is executed once (no retry, no replay). On top of that:
  * 1. Start: `startToolCall` stores the call in `tool_runs` (what a replay needs) and runs the
  *    tool in the object, without holding the request. The outcome becomes a `run_event`
  *    record `run` (completed with `{ result }`, failed with `{ error, attempts }`; see
@@ -19,12 +18,12 @@
  *    `sleep-elapsed-<sleep sequence>` for a sleep, `wait_timeout` for a wait — so a duplicate
  *    alarm finds nothing (and the ledger identities are idempotent anyway). If no execution of
  *    the call is in memory (the object was evicted or restarted), the call is resumed by replay
- *    (`runtime.recover(..., 'replay')`): recorded steps return their results, the elapsed sleep
- *    returns at once, the rest runs. A `non_idempotent` call is recorded failed
+ *    (the tool runs again with the same scope): recorded steps return their results, the elapsed
+ *    sleep returns at once, the rest runs. A `non_idempotent` call is recorded failed
  *    (`TOOL_OUTCOME_UNKNOWN`) instead.
  * 4. Failure: a handler that throws records `run_event` `attempt-<n>` (failed) and gets a retry
- *    timer; after `maxAttempts` executions (one for `non_idempotent`) the call is recorded failed. Completion and failure
- *    remove the call's pending timers in the same transaction.
+ *    timer; after `maxAttempts` executions (one for `non_idempotent`) the call is recorded failed.
+ *    Completion and failure remove the call's pending timers in the same transaction.
  * 5. Deliveries: `deliver` records the delivery (idempotent by id), which wakes live waiters,
  *    and resumes the run's idle calls by replay (an evicted waiter).
  * 6. Wake-up: a new instance re-arms the alarm and resumes running calls that have no pending
@@ -48,8 +47,8 @@ import { deliverDurably } from '../core/durability/deliver.js';
 import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
 import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/ledger-engine.js';
 import { toolCallScope } from '../core/durability/scope.js';
-import { createAgentRuntime } from '../core/runtime/agent-runtime.js';
-import type { AgentRuntime, RuntimeToolContext } from '../core/runtime/runtime-types.js';
+import { createDurabilityPort } from '../core/durability/port.js';
+import type { DurabilityPort } from '../core/durability/port-types.js';
 import { DurabilityError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../protocol/json.js';
@@ -87,22 +86,16 @@ interface DurabilityHost {
 
 type Outcome = { ok: true; value: JsonValue } | { ok: false; error: unknown };
 
-/** The mount's tools on an agent runtime, under the mount's name. */
-interface MountedTools {
-  runtime: AgentRuntime;
-  agent: string;
-  tools: Readonly<Record<string, AnySessionTool>>;
-}
-
 function invalidInput(message: string): DurabilityError {
   return new DurabilityError('DURABILITY_INVALID_INPUT', message);
 }
 
 /** A tool's context in a run: the run's identity and durability port, no Request. */
-function runContext(ctx: RuntimeToolContext): SessionToolContext {
-  const { sessionId, runId, toolCallId, toolName, signal, step, sleep, waitFor } = ctx;
+function runContext(run: ToolRunRow, port: DurabilityPort, signal: AbortSignal): SessionToolContext {
+  const { sessionId, runId, toolCallId, toolName } = run;
   const request = { requestId: undefined, turnId: undefined, toolAttemptId: undefined, executionFence: undefined, context: {} };
-  return { sessionId, runId, ...request, toolCallId, toolName, signal, step, sleep, waitFor, progress: () => undefined };
+  const ports = { step: port.step.bind(port), sleep: port.sleep.bind(port), waitFor: port.waitFor.bind(port) };
+  return { sessionId, runId, ...request, toolCallId, toolName, signal, ...ports, progress: () => undefined };
 }
 
 /** Why an interrupted `non_idempotent` call is not executed again. */
@@ -117,7 +110,7 @@ export class SessionDurability {
   readonly runs: ToolRunTable;
   readonly #host: DurabilityHost;
   readonly #live = new Map<string, Promise<void>>();
-  #mounted: MountedTools | undefined;
+  #mounted: { agent: string; tools: Readonly<Record<string, AnySessionTool>> } | undefined;
 
   constructor(host: DurabilityHost) {
     this.#host = host;
@@ -131,26 +124,11 @@ export class SessionDurability {
     return this.#live.has(scope);
   }
 
-  #tools(): MountedTools {
-    if (this.#mounted === undefined) {
-      const mount = this.#host.mount();
-      const agent = mount?.name ?? DEFAULT_AGENT_NAME;
-      const tools = mount?.tools ?? {};
-      const runtime = createAgentRuntime({ store: this.#host.store, durability: true });
-      const handlers = Object.entries(tools).map(([name, tool]) => [
-        name,
-        // SAFETY: the tool's input type is its own; a run passes the input stored for the call.
-        (input: never, ctx: RuntimeToolContext) => (tool.execute as (input: unknown, context: SessionToolContext) => unknown)(input, runContext(ctx)),
-      ]);
-      runtime.mountAgent(agent, { tools: Object.fromEntries(handlers) });
-      this.#mounted = { runtime, agent, tools };
-    }
-    return this.#mounted;
-  }
-
-  /** The mounted tool a call names, if any. */
+  /** The tool a call names, if the mount has it (the mount is read once). */
   #toolOf(run: { agent: string; toolName: string }): AnySessionTool | undefined {
-    const { agent, tools } = this.#tools();
+    const mount = this.#host.mount();
+    this.#mounted ??= { agent: mount?.name ?? DEFAULT_AGENT_NAME, tools: mount?.tools ?? {} };
+    const { agent, tools } = this.#mounted;
     return agent === run.agent && Object.hasOwn(tools, run.toolName) ? tools[run.toolName] : undefined;
   }
 
@@ -249,22 +227,21 @@ export class SessionDurability {
     const task = (async () => {
       let outcome: Outcome;
       let once = false;
+      let port: DurabilityPort | undefined;
       try {
-        once = this.#toolOf(run)?.sideEffect === 'non_idempotent';
+        const tool = this.#toolOf(run);
+        if (tool === undefined) throw invalidInput(`no tool ${JSON.stringify(run.toolName)} is mounted on agent ${JSON.stringify(run.agent)}`);
+        once = tool.sideEffect === 'non_idempotent';
         if (mode === 'replay' && once) throw outcomeUnknown();
-        const { runtime } = this.#tools();
-        const call = {
-          sessionId: run.sessionId,
-          runId: run.runId,
-          agent: run.agent,
-          toolName: run.toolName,
-          toolCallId: run.toolCallId,
-          input: runInput(run),
-        };
-        const output = mode === 'call' ? await runtime.callTool(call) : await runtime.recover({ ...call, decision: 'replay' });
+        const signal = new AbortController().signal;
+        port = createDurabilityPort({ store: this.#host.store, sessionId: run.sessionId, runId: run.runId, scope: run.scope, signal });
+        // SAFETY: the tool's input type is its own; a run passes the input stored for the call.
+        const output = await (tool.execute as (input: JsonValue, context: SessionToolContext) => unknown)(runInput(run), runContext(run, port, signal));
         outcome = { ok: true, value: checkDurabilityValue(output === undefined ? null : output, 'the tool output') };
       } catch (error) {
         outcome = { ok: false, error };
+      } finally {
+        port?.close();
       }
       // Leave the live set and record the outcome in one synchronous turn: nothing can start a
       // second execution in between.
