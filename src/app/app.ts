@@ -98,7 +98,7 @@ function isNamespace(value: unknown): value is SessionObjectNamespaceLike {
  * @example
  * // A user's Worker with its own SessionObject subclass bound as AGENTS:
  * import { createApp, SessionObject } from 'agent-ledger/worker';
- * export class MyAgents extends SessionObject { protected override agents() { return myMounts; } }
+ * export class MyAgents extends SessionObject { protected override sessionAgent() { return myMount; } }
  * export default createApp({ binding: 'AGENTS' });
  */
 export function createApp(options: CreateAppOptions = {}): Hono<AppEnv> {

@@ -8,7 +8,7 @@
  *
  * @example
  * import { routeSessionRequest, SessionObject } from 'agent-ledger/worker';
- * export class MyAgents extends SessionObject { protected override agents() { return myMounts; } }
+ * export class MyAgents extends SessionObject { protected override sessionAgent() { return myMount; } }
  * export default {
  *   async fetch(request, env, ctx) {
  *     return (await routeSessionRequest(request, env, { binding: 'AGENTS' }, ctx)) ?? new Response('not found', { status: 404 });
