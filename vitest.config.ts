@@ -85,7 +85,7 @@ export default defineConfig({
       },
       {
         // The same pool against test/workers/fixtures/agents-worker.ts, whose SESSIONS binding is
-        // AgentSessionObject (a SessionObject that mounts the test agent through `agents()`).
+        // AgentSessionObject (a SessionObject that mounts the test agent through `sessionAgent()`).
         plugins: [
           cloudflareTest({
             wrangler: { configPath: './test/workers/fixtures/wrangler.agents.toml' },

@@ -2,10 +2,10 @@
  * Run routes: durable tool calls executed inside the session's object, deliveries to waiting
  * tools, the run's status, and the session's durability ledger.
  *
- * - `POST /v1/sessions/{sessionId}/runs/{runId}/tool-calls` starts a call of a tool mounted on
- *   the session object (`SessionObject.agents()`) and answers 202 at once: the call runs in the
- *   object; progress arrives as `durability` frames on the session's WebSocket and in the status
- *   route. Posting the same call again is idempotent (and resumes it if nothing runs it).
+ * - `POST /v1/sessions/{sessionId}/runs/{runId}/tool-calls` starts a call of a tool of the
+ *   object's mount (`SessionObject.sessionAgent()`, the tools its model calls too) and answers 202
+ *   at once: the call runs in the object; progress arrives as `durability` frames on the
+ *   session's WebSocket and in the status route. Posting the same call again is idempotent (and resumes it if nothing runs it).
  * - `POST .../deliveries` records a delivery for `waitFor(key)` (idempotent by `deliveryId`),
  *   wakes a live waiter, or resumes an evicted one by replay.
  * - `GET .../runs/{runId}` reports the run's tool calls; `GET .../durability` pages the ledger.
