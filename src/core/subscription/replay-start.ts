@@ -1,25 +1,17 @@
 /**
- * Where a replay starts: the one rule that checks a resume cursor against the log (used by the
- * subscription, the HTTP read and SSE routes, and the session object's WebSockets), and the
- * subscription's replay barrier.
+ * Where a replay starts: the one cursor rule (for the subscription, `GET /events?after=`, SSE and
+ * the session object's WebSockets) and the subscription's replay barrier.
  *
- * A cursor holds when a single read of one event at its sequence proves it still names the same
- * event: the same session, the same sequence and (for an encoded cursor) the same event ID. That
- * read also reports the head. A cursor of another session, one ahead of the head, or one naming an
- * event that has been replaced is refused (by default with `DurableEventSubscriptionError`; reads
- * pass their own refusal) instead of silently skipping or repeating data.
- *
- * Without a cursor a subscription starts at the first event and the barrier is the current head.
+ * A cursor holds when one read of the event at its sequence proves it still names the same event:
+ * same session, same sequence, and (for an encoded cursor) same event ID; that read also reports
+ * the head. A cursor of another session, ahead of the head, or naming a replaced event is refused
+ * (`DurableEventSubscriptionError`, or the caller's refusal) instead of silently skipping or
+ * repeating data. Without a cursor a subscription starts at the first event, its barrier the head.
  */
 import { withDeadline } from '../abort.js';
 import { systemTime, type TimeSource } from '../time.js';
 import type { DurableEventStore, DurableReadResult } from '../store.js';
-import {
-  DurableEventStoreError,
-  DurableEventSubscriptionError,
-  isDurableError,
-  type DurableError,
-} from '../../protocol/errors.js';
+import { DurableEventStoreError, DurableEventSubscriptionError, isDurableError, type DurableError } from '../../protocol/errors.js';
 import { parseDurableEventCursor, type DurableEventCursor } from '../../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
@@ -56,10 +48,7 @@ export const refuseSubscriptionCursor: CursorRefusal = (message, details, cause)
   new DurableEventSubscriptionError(message, cause === undefined ? { details } : { details, cause });
 
 /** The read that proves a cursor: one event, at its sequence. */
-export interface AnchorReadOptions {
-  after?: EventSequence;
-  limit: 1;
-}
+export type AnchorReadOptions = { after?: EventSequence; limit: 1 };
 
 /** The answer of the anchor read, or `'ahead'` when the store refused it as past its head. */
 export type AnchorPage = Pick<DurableReadResult, 'events' | 'headSequence'> | 'ahead';
@@ -68,9 +57,8 @@ export type AnchorPage = Pick<DurableReadResult, 'events' | 'headSequence'> | 'a
  * The resume cursor of an SSE request: `Last-Event-ID` (what EventSource sends on reconnect)
  * wins over `?after=`; an empty value names no cursor.
  */
-export function resumeCursorText(lastEventId: string | null | undefined, after: string | undefined): string | undefined {
-  const text = lastEventId !== null && lastEventId !== undefined && lastEventId !== '' ? lastEventId : after;
-  return text === '' ? undefined : text;
+export function resumeCursorText(lastEventId: string | null, after: string | undefined): string | undefined {
+  return lastEventId !== null && lastEventId !== '' ? lastEventId : after === '' ? undefined : after;
 }
 
 /** The options of the anchor read of `anchor`. */
@@ -114,10 +102,7 @@ export function checkAnchor(
     throw refuse(`the store returned sequence ${String(event.sequence)} where the cursor's sequence ${anchor.sequence} belongs`, details);
   }
   if (anchor.eventId !== undefined && event.eventId !== anchor.eventId) {
-    throw refuse(`event ${anchor.sequence} is no longer ${anchor.eventId}: the log was replaced`, {
-      ...details,
-      storedEventId: event.eventId,
-    });
+    throw refuse(`event ${anchor.sequence} is no longer ${anchor.eventId}: the log was replaced`, { ...details, storedEventId: event.eventId });
   }
   return { event, headSequence: head };
 }
@@ -130,13 +115,7 @@ export async function anchorCursor(
   refuse: CursorRefusal = refuseSubscriptionCursor,
 ): Promise<AnchoredCursor> {
   checkCursorSession(sessionId, anchor, refuse);
-  let page: AnchorPage;
-  try {
-    page = await read(anchorRead(anchor));
-  } catch (error) {
-    page = aheadOrThrow(error);
-  }
-  return checkAnchor(sessionId, anchor, page, refuse);
+  return checkAnchor(sessionId, anchor, await read(anchorRead(anchor)).catch(aheadOrThrow), refuse);
 }
 
 /** Deadline-bounded store call of a subscription. */
