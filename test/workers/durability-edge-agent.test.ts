@@ -18,7 +18,7 @@ import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { mintSessionToken, type TokenScope } from '../../src/app/auth.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { sseRelayResponse } from '../../src/app/sse-relay.js';
+import { sseRelayResponse } from '../../src/app/sse.js';
 import { describe, expect, it } from 'vitest';
 import type {
   AgentAbortResult,

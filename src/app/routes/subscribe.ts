@@ -17,8 +17,7 @@ import { HttpProblem, HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
 import { SUBSCRIBER_ACK_PARAM, subscriptionFrameSchema } from '../../protocol/frames.js';
 import { subscribeQuerySchema } from '../schemas.js';
-import { sseRelayResponse } from '../sse-relay.js';
-import { sseResponse, verifyCursor } from '../sse.js';
+import { sseRelayResponse, sseResponse, verifyCursor } from '../sse.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 
