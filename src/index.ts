@@ -27,7 +27,6 @@ export {
   ToolAttemptId,
   TurnId,
   WorkerId,
-  isValidId,
 } from './protocol/ids.js';
 export * from './protocol/errors.js';
 export type * from './protocol/event-payloads.js';
@@ -59,26 +58,25 @@ export {
   parseDurableEventCursor,
   type DurableEventCursor,
 } from './protocol/cursor.js';
-export { assertLosslessJson, isLosslessJson, type JsonObject, type JsonValue } from './protocol/json.js';
-export { RECOVERY_OPERATIONS, type RecoveryMutation, type RecoveryOperation } from './protocol/recovery-operations.js';
+export type { JsonObject, JsonValue } from './protocol/json.js';
+export type { RecoveryMutation, RecoveryOperation } from './protocol/recovery-operations.js';
 
 // ---- the store contract and the in-memory store ----
-export {
-  isExecutionLeaseStore,
-  type DurableAppendListener,
-  type DurableAppendNotice,
-  type DurableAppendOptions,
-  type DurableAppendResult,
-  type DurableEventStore,
-  type DurableExecutionFence,
-  type DurableExecutionLeaseRecord,
-  type DurableExecutionLeaseStore,
-  type DurableLeaseAcquireOptions,
-  type DurableLeaseRenewOptions,
-  type DurableSessionStore,
-  type DurableReadOptions,
-  type DurableReadResult,
-  type DurableStoreCallOptions,
+export type {
+  DurableAppendListener,
+  DurableAppendNotice,
+  DurableAppendOptions,
+  DurableAppendResult,
+  DurableEventStore,
+  DurableExecutionFence,
+  DurableExecutionLeaseRecord,
+  DurableExecutionLeaseStore,
+  DurableLeaseAcquireOptions,
+  DurableLeaseRenewOptions,
+  DurableSessionStore,
+  DurableReadOptions,
+  DurableReadResult,
+  DurableStoreCallOptions,
 } from './core/store.js';
 export { MemoryDurableEventStore, type MemoryDurableEventStoreOptions } from './adapters/memory/memory-store.js';
 
@@ -116,7 +114,6 @@ export {
 export {
   DurableCheckpointInconclusiveError,
   isCheckpointInconclusive,
-  isCheckpointStore,
   projectDurableSession,
   type DurableCheckpointOutcome,
   type DurableCheckpointPolicy,

@@ -9,7 +9,8 @@
  *   compare-and-append checks), read planning and paging, lease decisions;
  * - the durability ledger engine: record validation, identities, planning and paging;
  * - the SQL adapter (`SqlDurableEventStore`, `SqlDurability`) over any synchronous SQLite driver;
- * - the protocol's limits, zod schemas, JSON and timestamp helpers, cursor constants;
+ * - the capability guards (`isExecutionLeaseStore`, `isCheckpointStore`, ...);
+ * - the protocol's limits, zod schemas, ID, JSON and timestamp helpers, cursor constants;
  * - deadline and abort helpers, and the test hooks the conformance suites use.
  * Runtime-neutral: nothing here imports `node:*`, `cloudflare:*` or `hono`.
  */
@@ -37,13 +38,14 @@ export {
   type LeaseState,
   type ReadPlan,
 } from './core/log-engine.js';
-export type { StoreTestHooks } from './core/store.js';
+export { isExecutionLeaseStore, type StoreTestHooks } from './core/store.js';
 export {
   CHECKPOINT_SLICE_BYTES,
   checkCheckpointExtension,
   checkCheckpointRecord,
   checkpointExtensionOf,
   extendsStoredRecord,
+  isCheckpointStore,
   MAX_CHECKPOINT_BYTES,
   readCheckpointSlices,
   sliceCheckpointRecord,
@@ -93,42 +95,10 @@ export { SqlDurableEventStore, type SqlDurableEventStoreOptions } from './adapte
 export { SqlDurability, type SqlDurabilityOptions, type SqlDurabilityWithin } from './adapters/sql/sql-durability.js';
 export type { SqlDriver, SqlValue } from './adapters/sql/driver.js';
 
-// ---- projector and recovery internals a store or transport may need ----
-export {
-  classifyToolAttempt,
-  isToolResponseConfirmed,
-  planDurableRecovery,
-  projectionRuleOf,
-  type DurableProjectionRule,
-  type DurableToolRecoveryClass,
-} from './core/projector/index.js';
-export {
-  DEFAULT_MAX_CONTINUATION_RESPONSE_BYTES,
-  DEFAULT_RECOVERY_REASON,
-  MAX_CONTINUATION_RESPONSE_BYTES,
-  RECOVERY_CONTINUATION_KIND,
-  RECOVERY_CONTINUATION_VERSION,
-  ROLLOVER_REASON,
-} from './core/recovery/index.js';
-export { RECOVERY_INPUT_PARSERS } from './core/recovery/input-parsers.js';
-export {
-  PLAN_RESUME_OPERATION,
-  RECOVERY_MUTATIONS,
-  RECOVERY_OPERATION_NAMES,
-  isRecoveryMutation,
-  isRecoveryOperation,
-  recoveryCommandFields,
-  recoveryOperationSpec,
-  type RecoveryOperationSpec,
-  type RecoveryResponseKind,
-} from './protocol/recovery-operations.js';
-export { DEFAULT_MAX_CONFLICT_RETRIES, MAX_CONFLICT_RETRIES } from './core/journal/index.js';
-export { DEFAULT_POLL_INTERVAL_MS, MAX_POLL_INTERVAL_MS } from './core/subscription/index.js';
-
 // ---- protocol details: limits, schemas, JSON, time, cursors, correlation ----
 export * from './protocol/limits.js';
 export * from './protocol/event-schemas.js';
-export { MAX_ID_LENGTH, describeInvalidId, type Brand } from './protocol/ids.js';
+export { MAX_ID_LENGTH, describeInvalidId, isValidId, type Brand } from './protocol/ids.js';
 export {
   DURABLE_EVENT_CORRELATION,
   durableEventDraftSchema,
@@ -140,9 +110,11 @@ export {
 export { isModelTerminalType, isRequestTerminalType, isToolTerminalType, isTurnTerminalType } from './protocol/event-types.js';
 export { DURABLE_EVENT_CURSOR_VERSION, MAX_CURSOR_TEXT_LENGTH } from './protocol/cursor.js';
 export {
+  assertLosslessJson,
   canonicalJson,
   cloneJson,
   describeLosslessJsonProblem,
+  isLosslessJson,
   jsonEquals,
   jsonObjectSchema,
   jsonValueSchema,

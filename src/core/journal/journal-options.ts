@@ -27,9 +27,9 @@ import type { DurableSessionProjection } from '../projector/projection-types.js'
 import { resolveCheckpointPolicy, type CheckpointSettings, type DurableCheckpointPolicy } from '../checkpoint/policy.js';
 
 /** Default number of refresh-and-retry rounds after explicit compare-and-append conflicts. */
-export const DEFAULT_MAX_CONFLICT_RETRIES = 3;
+const DEFAULT_MAX_CONFLICT_RETRIES = 3;
 /** Largest accepted `maxConflictRetries`. */
-export const MAX_CONFLICT_RETRIES = 100;
+const MAX_CONFLICT_RETRIES = 100;
 
 /** What the journal needs from an execution lease: its fence, and a signal that aborts once ownership is lost. */
 export interface DurableJournalExecutionLease {

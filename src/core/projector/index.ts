@@ -2,12 +2,7 @@
  * The projector: lifecycle invariants, session projection and recovery classification.
  */
 export { DURABLE_PROJECTOR_VERSION, DurableSessionProjector, type DurableSessionProjectorOptions } from './projector.js';
-export {
-  planDurableRecovery,
-  classifyToolAttempt,
-  isToolResponseConfirmed,
-  type DurableToolRecoveryClass,
-} from './recovery-plan.js';
+export { planDurableRecovery, classifyToolAttempt } from './recovery-plan.js';
 export { projectionRuleOf, type DurableProjectionRule } from './projection-errors.js';
 export { DURABLE_RECOVERY_ACTIONS } from './projection-types.js';
 export type {

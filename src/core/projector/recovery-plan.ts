@@ -39,10 +39,10 @@ import type {
  * - `cancelable`: never started (scheduled, permission allowed or denied), or a retry-safe tool
  *   whose model response was never confirmed; recovery cancels it.
  */
-export type DurableToolRecoveryClass = 'settled' | 'pending_permission' | 'unknown' | 'retryable' | 'cancelable';
+type DurableToolRecoveryClass = 'settled' | 'pending_permission' | 'unknown' | 'retryable' | 'cancelable';
 
 /** True when the model attempt that produced `tool` has a confirmed (completed) response. */
-export function isToolResponseConfirmed(tool: DurableToolAttemptView, turn: DurableActiveTurnView): boolean {
+function isToolResponseConfirmed(tool: DurableToolAttemptView, turn: DurableActiveTurnView): boolean {
   return ownEntry(turn.modelAttempts, tool.modelAttemptId)?.status === 'completed';
 }
 

@@ -40,9 +40,9 @@ import { MAX_TEXT_LENGTH } from '../../protocol/limits.js';
 import type { DurableActiveTurnView } from '../projector/projection-types.js';
 
 /** `kind` of the recovery facts object. */
-export const RECOVERY_CONTINUATION_KIND = 'agent_ledger.recovery_continuation';
+const RECOVERY_CONTINUATION_KIND = 'agent_ledger.recovery_continuation';
 /** Version of the recovery facts format. */
-export const RECOVERY_CONTINUATION_VERSION = 1;
+const RECOVERY_CONTINUATION_VERSION = 1;
 /** Default budget of confirmed model response content in one continuation, in UTF-8 bytes. */
 export const DEFAULT_MAX_CONTINUATION_RESPONSE_BYTES = 64 * 1024;
 /** Largest accepted `maxContinuationResponseBytes`. */

@@ -6,16 +6,12 @@ export { DurableSessionRecoveryCoordinator } from './coordinator.js';
 export {
   DEFAULT_MAX_CONTINUATION_RESPONSE_BYTES,
   MAX_CONTINUATION_RESPONSE_BYTES,
-  RECOVERY_CONTINUATION_KIND,
-  RECOVERY_CONTINUATION_VERSION,
   parseRecoveryContinuation,
   type DurableContinuationModelResponse,
   type DurableContinuationTool,
   type DurableContinuationToolStatus,
   type DurableRecoveryContinuation,
 } from './continuation.js';
-export { DEFAULT_RECOVERY_REASON } from './outcomes.js';
-export { ROLLOVER_REASON } from './rollover.js';
 export type {
   DurableModelOutcome,
   DurableRecoveryCallOptions,

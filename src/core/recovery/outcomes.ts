@@ -51,7 +51,7 @@ import {
 } from './targets.js';
 
 /** Reason recorded when a caller cancels or aborts without naming one. */
-export const DEFAULT_RECOVERY_REASON: DurableReason = 'recovery';
+const DEFAULT_RECOVERY_REASON: DurableReason = 'recovery';
 
 function commandShape(operation: string, value: unknown, required: readonly string[], optional: readonly string[] = []): CheckedInput {
   return checkShape(operation, 'input', value, [...COMMAND_KEYS, ...required], [...OPTIONAL_COMMAND_KEYS, ...optional]);

@@ -41,7 +41,7 @@ import {
 } from './targets.js';
 
 /** Reason of every event a rollover writes to close the source. */
-export const ROLLOVER_REASON: DurableReason = 'process_restart';
+const ROLLOVER_REASON: DurableReason = 'process_restart';
 
 /** The recovery Request: the source's execution snapshot with a new identity, input and provenance. */
 function recoveryAccepted(

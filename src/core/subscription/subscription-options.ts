@@ -12,9 +12,9 @@ import type { EventSequence } from '../../protocol/ids.js';
 import { DEFAULT_READ_LIMIT, DEFAULT_STORE_TIMEOUT_MS, MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../../protocol/limits.js';
 
 /** Default wait between two reads of a store that cannot push (`watch`-less). */
-export const DEFAULT_POLL_INTERVAL_MS = 250;
+const DEFAULT_POLL_INTERVAL_MS = 250;
 /** Longest accepted `pollIntervalMs`. */
-export const MAX_POLL_INTERVAL_MS = 60_000;
+const MAX_POLL_INTERVAL_MS = 60_000;
 
 /** Options of {@link DurableEventSubscription.open}. */
 export interface DurableEventSubscriptionOptions {
