@@ -1,7 +1,7 @@
 /**
  * Side by side with the peer: `node --import tsx bench/peer-agent.bench.ts` (or `npm run bench -- bench peer-agent`).
  *
- * Bundles `bench/peer-agent/worker.ts` with wrangler (`deploy --dry-run`) and runs it on one local workerd through Miniflare (loopback only, SQLite
+ * Bundles `bench/peer-agent/worker.ts` with wrangler (`deploy --dry-run`; `bench/peer-agent/runtime.ts`) and runs it on one local workerd through Miniflare (loopback only, SQLite
  * storage on disk, `CLOUDFLARE_CF_FETCH_ENABLED=false`): the ledger's SessionObject with an agent
  * mounted ("ours") and Cloudflare's `AIChatAgent` of `@cloudflare/ai-chat` ("peer"), in the same
  * Worker script. Both run the same turn: the same hand-written model (20 text deltas and a call of
@@ -26,27 +26,24 @@
  *
  * `PEER_BENCH_CONVERSATIONS` (default 40) conversations per side, `PEER_BENCH_TURNS` (default 4)
  * turns each; `PEER_AI=6` bundles the peer (and the model, as `LanguageModelV3`) against `ai` 6
- * (the `ai-v6` alias) instead of the repository's `ai` 7.
+ * (the `ai-v6` alias) instead of the repository's `ai` 7; `PEER_BENCH_DEFLATE=0`: the peer's socket
+ * without permessage-deflate (on by default, as a browser offers it and workerd accepts it).
  */
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Miniflare } from 'miniflare';
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import WebSocket from 'ws';
 import { AgentSessionClient, type AgentStreamItem } from '../src/agent-client/index.js';
-import { compatibilityDate } from './edge/local-runtime.js';
+import { PEER_BENCH_ADMIN as ADMIN, bundlePeerWorker, startPeerRuntime } from './peer-agent/runtime.js';
 
-const ADMIN = 'bench-admin-token-0123456789abcdef';
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CONVERSATIONS = Number(process.env['PEER_BENCH_CONVERSATIONS'] ?? '40');
 const TURNS = Number(process.env['PEER_BENCH_TURNS'] ?? '4');
 const WARMUP_CONVERSATIONS = 3;
 const PEER_AI = process.env['PEER_AI'] === '6' ? 6 : 7;
+/** The peer's socket offers permessage-deflate, as browsers do (workerd accepts it); `PEER_BENCH_DEFLATE=0` turns it off. */
+const PEER_DEFLATE = process.env['PEER_BENCH_DEFLATE'] !== '0';
 const TARGET = 0.7;
 const TURN_TIMEOUT_MS = 30_000;
 /** Text deltas of one turn (20 before the tool call, 40 after; see the Worker), checked on both sides. */
@@ -82,57 +79,14 @@ function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
 }
 
 async function start(): Promise<{ url: URL; bundleBytes: number; stop(): Promise<void> }> {
-  process.env['CLOUDFLARE_CF_FETCH_ENABLED'] = 'false';
-  process.env['WRANGLER_SEND_METRICS'] = 'false';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'peer-agent-bench-'));
-  // wrangler's own bundler, as `wrangler deploy` would bundle it (nodejs_compat: the peer imports
-  // node:async_hooks and friends, and a CommonJS dependency requires `path`); nothing is uploaded.
-  const config = path.join(dir, 'wrangler.toml');
-  writeFileSync(
-    config,
-    [
-      'name = "peer-agent-bench"',
-      `main = ${JSON.stringify(path.join(ROOT, 'bench/peer-agent/worker.ts'))}`,
-      `compatibility_date = "${compatibilityDate()}"`,
-      'compatibility_flags = ["nodejs_compat"]',
-      '[define]',
-      `PEER_AI_MAJOR = "${PEER_AI}"`,
-      // `ai` 6 is installed as the alias `ai-v6`; its ESM entry, by path (wrangler resolves aliases from the config's directory).
-      ...(PEER_AI === 6 ? ['[alias]', `ai = ${JSON.stringify(path.join(ROOT, 'node_modules/ai-v6/dist/index.mjs'))}`] : []),
-      '',
-    ].join('\n'),
-  );
-  const wrangler = path.join(path.dirname(createRequire(import.meta.url).resolve('wrangler/package.json')), 'bin/wrangler.js');
-  const bundled = spawnSync(process.execPath, [wrangler, 'deploy', '--dry-run', '--outdir', path.join(dir, 'out'), '-c', config], {
-    cwd: dir,
-    encoding: 'utf8',
-    env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
-  });
-  if (bundled.status !== 0) throw new Error(`wrangler could not bundle the bench Worker:\n${bundled.stdout}${bundled.stderr}`);
-  const outfile = path.join(dir, 'out/worker.js');
-  const bundleBytes = readFileSync(outfile).byteLength;
-  const { Miniflare: MiniflareClass } = await import('miniflare');
-  const mf: Miniflare = new MiniflareClass({
-    host: '127.0.0.1',
-    port: 0,
-    modules: true,
-    scriptPath: outfile,
-    modulesRoot: path.join(dir, 'out'),
-    compatibilityDate: compatibilityDate(),
-    compatibilityFlags: ['nodejs_compat'],
-    bindings: { ADMIN_TOKEN: ADMIN, TOKEN_SECRET: 'bench-token-secret-0123456789abcdef' },
-    durableObjects: {
-      SESSIONS: { className: 'SessionObject', useSQLite: true },
-      PeerChatAgent: { className: 'PeerChatAgent', useSQLite: true },
-    },
-    durableObjectsPersist: path.join(dir, 'do'),
-  });
-  const url = await mf.ready;
+  const bundle = bundlePeerWorker(dir, PEER_AI);
+  const runtime = await startPeerRuntime(bundle, path.join(dir, 'do'));
   return {
-    url,
-    bundleBytes,
+    url: runtime.url,
+    bundleBytes: bundle.bytes,
     async stop() {
-      await mf.dispose();
+      await runtime.mf.dispose();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -192,7 +146,7 @@ async function openOurs(base: URL): Promise<Conversation> {
 
 /** Peer: one `AIChatAgent` instance over its WebSocket chat protocol, as `useAgentChat` speaks it. */
 async function openPeer(base: URL): Promise<Conversation> {
-  const ws = new WebSocket(`${base.href.replace(/^http/, 'ws')}agents/peer-chat-agent/peer-${randomUUID()}`);
+  const ws = new WebSocket(`${base.href.replace(/^http/, 'ws')}agents/peer-chat-agent/peer-${randomUUID()}`, { perMessageDeflate: PEER_DEFLATE });
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('error', reject);
@@ -324,6 +278,7 @@ try {
   console.log(
     `peer-agent bench on ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores), Node ${process.version}, ` +
       `load ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}; peer @cloudflare/ai-chat with ai ${PEER_AI}, ` +
+      `peer socket ${PEER_DEFLATE ? 'with' : 'without'} permessage-deflate, ` +
       `bundle ${(runtime.bundleBytes / 1024).toFixed(0)} KiB`,
   );
   await runConversations(runtime.url, WARMUP_CONVERSATIONS, undefined);

@@ -13,7 +13,11 @@
  *   `/agents/peer-chat-agent/:name`.
  * Both run the same turn: the same {@link createBenchModel} instance kind (20 text deltas and one
  * `lookup` call, then, after the tool result, 40 text deltas and a stop; no delay, no network) and
- * the same pure `lookup` tool with the same JSON schema and result.
+ * the same pure `lookup` tool with the same JSON schema and result. Recovery after a crash: the
+ * peer's default (`chatRecovery` on), ours `EDGE_AUTO_RECOVERY_POLICY` (the model called again).
+ *
+ * For `bench/peer-agent/kill-mid-answer.ts`: a user text containing `[slow]` makes the first model
+ * call stream 100 ms per delta, and `GET /bench/model-calls` lists every model call of the isolate.
  */
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV4, LanguageModelV4CallOptions } from '@ai-sdk/provider';
 import { AIChatAgent } from '@cloudflare/ai-chat';
@@ -21,6 +25,7 @@ import { routeAgentRequest } from 'agents';
 import { convertToModelMessages, jsonSchema, stepCountIs, streamText, tool, type JSONSchema7 } from 'ai';
 import { createApp } from '../../src/app/app.js';
 import type { SessionAgentMount } from '../../src/adapters/durable-object/agent-rpc.js';
+import { EDGE_AUTO_RECOVERY_POLICY } from '../../src/edge/agent-host.js';
 import { SessionObject as LedgerSessionObject } from '../../src/edge/session-object.js';
 import type { JsonObject } from '../../src/protocol/json.js';
 import { defineTool } from '../../src/session/session.js';
@@ -62,6 +67,27 @@ type BenchStreamPart =
       };
     };
 
+/** A model call as the Worker saw it (`GET /bench/model-calls`, for the kill-mid-answer script). */
+interface ModelCall {
+  side: 'ours' | 'peer';
+  afterTool: boolean;
+  at: number;
+}
+/** Every model call of this isolate (both sides' objects run in it on local workerd). */
+const modelCalls: ModelCall[] = [];
+
+/** A user text with this marker makes the first call stream slowly (100 ms per delta), so a kill lands mid-answer. */
+const SLOW_MARKER = '[slow]';
+const SLOW_DELTA_MS = 100;
+
+function lastUserText(prompt: LanguageModelV4CallOptions['prompt'] | LanguageModelV3CallOptions['prompt']): string {
+  for (let index = prompt.length - 1; index >= 0; index--) {
+    const message = prompt[index];
+    if (message?.role === 'user') return message.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  }
+  return '';
+}
+
 /** The parts of one model call: after a tool result, 40 deltas and a stop; otherwise 20 deltas and a `lookup` call. */
 function benchParts(afterTool: boolean): BenchStreamPart[] {
   const count = afterTool ? SECOND_CALL_DELTAS : FIRST_CALL_DELTAS;
@@ -87,17 +113,24 @@ function benchParts(afterTool: boolean): BenchStreamPart[] {
  * (the AI SDK 7 interface, what `ai` 7 and the ledger's model port take as is) or `v3` (for the
  * peer on `ai` 6: `PEER_AI=6`).
  */
-function createBenchModel(spec: 'v4'): LanguageModelV4;
-function createBenchModel(spec: 'v3'): LanguageModelV3;
-function createBenchModel(spec: 'v4' | 'v3'): LanguageModelV4 | LanguageModelV3 {
+function createBenchModel(spec: 'v4', side: ModelCall['side']): LanguageModelV4;
+function createBenchModel(spec: 'v3', side: ModelCall['side']): LanguageModelV3;
+function createBenchModel(spec: 'v4' | 'v3', side: ModelCall['side']): LanguageModelV4 | LanguageModelV3 {
   const doStream = (options: LanguageModelV4CallOptions | LanguageModelV3CallOptions) => {
-    const parts = benchParts(options.prompt[options.prompt.length - 1]?.role === 'tool');
+    const afterTool = options.prompt[options.prompt.length - 1]?.role === 'tool';
+    modelCalls.push({ side, afterTool, at: Date.now() });
+    const slow = !afterTool && lastUserText(options.prompt).includes(SLOW_MARKER);
+    const parts = benchParts(afterTool);
     let next = 0;
     const stream = new ReadableStream<BenchStreamPart>({
-      pull(controller) {
+      async pull(controller) {
         const part = parts[next++];
-        if (part === undefined) controller.close();
-        else controller.enqueue(part);
+        if (part === undefined) {
+          controller.close();
+          return;
+        }
+        if (slow && part.type === 'text-delta') await new Promise((resolve) => setTimeout(resolve, SLOW_DELTA_MS));
+        controller.enqueue(part);
       },
     });
     return Promise.resolve({ stream });
@@ -119,17 +152,19 @@ const MODEL_SPEC = PEER_AI_MAJOR === 6 ? 'v3' : 'v4';
 export class SessionObject extends LedgerSessionObject {
   protected override sessionAgent(): SessionAgentMount {
     return {
-      model: MODEL_SPEC === 'v3' ? createBenchModel('v3') : createBenchModel('v4'),
+      model: MODEL_SPEC === 'v3' ? createBenchModel('v3', 'ours') : createBenchModel('v4', 'ours'),
       tools: {
         lookup: defineTool({ description: 'Looks a key up.', inputSchema: LOOKUP_SCHEMA, sideEffect: 'pure', execute: lookup }),
       },
+      // Continues a cut-off model call by itself, as the peer's default `chatRecovery` does.
+      recoveryPolicy: EDGE_AUTO_RECOVERY_POLICY,
     };
   }
 }
 
 /** The peer: `AIChatAgent` with the package's own `onChatMessage` pattern. */
 export class PeerChatAgent extends AIChatAgent<BenchEnv> {
-  readonly #model = MODEL_SPEC === 'v3' ? createBenchModel('v3') : createBenchModel('v4');
+  readonly #model = MODEL_SPEC === 'v3' ? createBenchModel('v3', 'peer') : createBenchModel('v4', 'peer');
   readonly #tools = {
     lookup: tool({
       description: 'Looks a key up.',
@@ -157,7 +192,9 @@ const app = createApp();
 
 export default {
   async fetch(request, env, ctx) {
-    if (new URL(request.url).pathname.startsWith('/agents/')) {
+    const pathname = new URL(request.url).pathname;
+    if (pathname === '/bench/model-calls') return Response.json(modelCalls);
+    if (pathname.startsWith('/agents/')) {
       return (await routeAgentRequest(request, env)) ?? new Response('no such agent', { status: 404 });
     }
     return app.fetch(request, env, ctx);
