@@ -200,7 +200,7 @@ function unblockHint(sessionId: string, plan: DurableRecoveryPlan | null): strin
 interface AgentHostDeps {
   readonly store: SqlDurableEventStore;
   readonly timers: TimerTable;
-  /** The owner's mount (`SessionObject.sessionAgent()`), read once per instance. */
+  /** The owner's mount (`SessionObject.sessionAgent()`, which the object reads once per instance). */
   mount(): SessionAgentMount | undefined;
   /** Frames to every subscribed socket. */
   broadcast(frame: string): void;
@@ -215,12 +215,15 @@ type HostState = AgentStatus['state'];
 /** A mount with a model: an agent the host runs. */
 type ModelMount = SessionAgentMount & { model: SessionLanguageModel };
 
+function hasModel(mount: SessionAgentMount | undefined): mount is ModelMount {
+  return mount?.model !== undefined;
+}
+
 /** The agent part of a SessionObject (see the module header). */
 export class SessionAgentHost {
   readonly live: AgentLiveStream;
   readonly #deps: AgentHostDeps;
   readonly #ownerId = `${OBJECT_LEASE_OWNER_PREFIX}${crypto.randomUUID()}`;
-  #mount: ModelMount | null | undefined;
   #session: Session | null = null;
   #opening: Promise<Session | null> | null = null;
   #pumping = false;
@@ -272,11 +275,8 @@ export class SessionAgentHost {
 
   /** The owner's mount, or `undefined` when the object runs no agent (no mount, or no model). */
   #mounted(): ModelMount | undefined {
-    if (this.#mount === undefined) {
-      const mount = this.#deps.mount();
-      this.#mount = mount?.model === undefined ? null : { ...mount, model: mount.model };
-    }
-    return this.#mount ?? undefined;
+    const mount = this.#deps.mount();
+    return hasModel(mount) ? mount : undefined;
   }
 
   #requireMount(): ModelMount {
