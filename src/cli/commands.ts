@@ -19,7 +19,7 @@ import { copySession, type CopyReport } from './copy.js';
 import { CliError, createProgress, EXIT_DEFECT, printJson, println } from './output.js';
 import { eventLine, forkLines, inspectionLines, planLines } from './render.js';
 import { openStore, parseStoreUrl, removeCreatedStore, storeExists, type OpenedStore, type StoreSpec } from './stores.js';
-import { listJsonlSessions, verifyJsonlFiles, verifyThroughStore, type VerifyReport } from './verify.js';
+import { listJsonlSessions, verifyJsonlSession, verifyThroughStore, type VerifyReport } from './verify.js';
 
 interface GlobalOptions {
   json: boolean;
@@ -312,8 +312,8 @@ export function registerCommands(program: Command): void {
       else if (spec.kind === 'jsonl') {
         const listed = await listJsonlSessions(spec.location);
         sessions = listed.sessions;
-        for (const name of listed.unreadable) {
-          reports.push({ sessionId: `(file ${name})`, events: 0, ledgerRecords: null, defects: [{ where: `file ${name}`, message: 'its first line names no valid session' }], notes: [] });
+        for (const { name, problem } of listed.unreadable) {
+          reports.push({ sessionId: `(file ${name})`, events: 0, ledgerRecords: null, defects: [{ where: `file ${name}`, message: problem }], notes: [] });
         }
         if (sessions.length === 0 && reports.length === 0) throw new CliError(`no sessions in ${store}`);
       } else throw new CliError('verify needs a session ID for this kind of store');
@@ -322,8 +322,9 @@ export function registerCommands(program: Command): void {
         for (const sessionId of sessions) {
           const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };
           progress.start(0, `verify ${sessionId}`);
-          if (spec.kind === 'jsonl') await verifyJsonlFiles(spec.location, sessionId, report, (done) => progress.update(done));
-          if (report.defects.length === 0) await verifyThroughStore(opened.store, sessionId, report, (done, total) => progress.update(done, total));
+          const onProgress = (done: number, total?: number): void => progress.update(done, total);
+          if (spec.kind === 'jsonl') await verifyJsonlSession(spec.location, sessionId, report, onProgress);
+          else await verifyThroughStore(opened.store, sessionId, report, onProgress);
           progress.stop();
           reports.push(report);
         }

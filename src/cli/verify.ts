@@ -2,13 +2,16 @@
  * `verify`: checks a whole session log and its durability ledger, naming every defect's place.
  *
  * Two passes:
- * 1. For a JSONL store, the files themselves, line by line (the store would stop at the first
- *    bad line): every line valid UTF-8 and a JSON array of valid v4 envelopes of this session,
- *    sequences contiguous from 1, event IDs unique; the ledger one valid record per line,
- *    sequences contiguous, identities unique. A last line without its newline is a torn tail,
- *    which readers ignore and the next writer truncates: reported as a note, not a defect. A line
- *    is named by the byte offset where it starts, as the store's own errors (and so `inspect`)
- *    name it: `log line at byte 1234`.
+ * 1. For a JSONL store, the files themselves, through the store's own reader and line rules
+ *    (`LineFile` opened read-only, `checkLogLine`, `checkLedgerLine`), but every line however
+ *    many are bad (the store stops at the first): every line valid UTF-8 and a JSON array of
+ *    valid v4 envelopes of this session, sequences contiguous from 1, event IDs unique; the
+ *    ledger one valid record per line, sequences contiguous, identities unique. A last line
+ *    without its newline is a torn tail, which readers ignore and the next writer truncates:
+ *    reported as a note, not a defect. A line is named by the byte offset where it starts, as the
+ *    store's own errors (and so `inspect`) name it: `log line at byte 1234`. Pass 2 of a JSONL
+ *    store reads through a store opened `readOnly`: `verify` never creates, writes, truncates or
+ *    repairs a file.
  * 2. For every store, the log as the store serves it, page by page, through the projector (all
  *    21 invariants; a violation names its sequence and rule), and the ledger through
  *    `readDurability`.
@@ -24,18 +27,19 @@
  * without a digest after one with a digest was written around the store (or by an older release
  * still writing after the migration), a defect.
  */
-import { createReadStream, existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { durabilityIdentity } from '../core/durability/ledger-engine.js';
-import { decodeDurabilityRecord } from '../core/durability/ledger-validation.js';
 import { CheckpointAudit, type CheckpointAuditResult } from '../core/checkpoint/audit.js';
 import { eventDigest, isEventDigestStore, type DurableEventDigestStore } from '../core/checkpoint/event-digest.js';
 import { DurableSessionProjector } from '../core/projector/projector.js';
 import type { DurableEventStore } from '../core/store.js';
-import { isDurableError } from '../protocol/errors.js';
-import { safeParseDurableEventEnvelope, type DurableEventEnvelope } from '../protocol/events.js';
+import { DurableEventStoreError, isDurableError } from '../protocol/errors.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
-import { EVENTS_DIRECTORY, sessionPaths } from '../adapters/node/jsonl/session-paths.js';
+import { checkLedgerLine } from '../adapters/node/jsonl/ledger-file.js';
+import { LineFile } from '../adapters/node/jsonl/line-file.js';
+import { checkLogLine, type LogLineProblem } from '../adapters/node/jsonl/session-file.js';
+import { EVENTS_DIRECTORY, logFileStem, sessionFileStem, sessionPaths } from '../adapters/node/jsonl/session-paths.js';
 import { readLedger } from '../inspector/model/inspection.js';
 
 /** One defect, with where it is. */
@@ -131,129 +135,105 @@ class EventDigestCheck {
   }
 }
 
-/** Progress callback: events checked so far and the expected total. */
-type VerifyProgress = (done: number, total: number) => void;
+/** Progress callback: events checked so far and the expected total (unknown while pass 1 reads the files). */
+type VerifyProgress = (done: number, total?: number) => void;
 
-/** The store's decoder: a line that is not valid UTF-8 is corrupt, not repaired. */
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** One line of a JSONL file: its text (`undefined` when not valid UTF-8), where it starts, whether `\n` ends it. */
-interface FileLine {
-  text: string | undefined;
-  offset: number;
-  terminated: boolean;
-}
-
-/** The lines of `file`, split on `\n` as the store splits them, each with its byte offset. */
-async function* lines(file: string): AsyncGenerator<FileLine> {
-  let pending: Buffer[] = [];
-  let offset = 0;
-  let position = 0;
-  const decode = (parts: Buffer[]): string | undefined => {
-    try {
-      return strictUtf8.decode(parts.length === 1 ? parts[0] : Buffer.concat(parts));
-    } catch {
-      return undefined;
-    }
-  };
-  for await (const chunk of createReadStream(file) as AsyncIterable<Buffer>) {
-    let start = 0;
-    for (let end = chunk.indexOf(0x0a); end !== -1; end = chunk.indexOf(0x0a, start)) {
-      pending.push(chunk.subarray(start, end));
-      yield { text: decode(pending), offset, terminated: true };
-      pending = [];
-      offset = position + end + 1;
-      start = end + 1;
-    }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
-    position += chunk.length;
+/**
+ * Reads one JSONL file through the store's own reader ({@link LineFile}, read-only: nothing is
+ * created, written, truncated or repaired), handing every complete line to `accept`, which lists
+ * problems instead of throwing, so one run finds every bad line. Returns where a torn tail (a last
+ * line without its newline, which the store ignores) starts, or `undefined`; `null` when the file
+ * does not exist.
+ */
+async function readLines(file: string, accept: (line: Buffer, offset: number) => void): Promise<number | undefined | null> {
+  const reader = new LineFile(
+    file,
+    { accept, reset: () => undefined, corrupt: (message, details) => new DurableEventStoreError('DURABLE_EVENT_CORRUPT_LOG', message, { details }) },
+    { readOnly: true },
+  );
+  try {
+    await reader.catchUp();
+    if (!reader.isOpen) return null;
+    return reader.size > reader.validSize ? reader.validSize : undefined;
+  } finally {
+    reader.close();
   }
-  if (offset < position) yield { text: decode(pending), offset, terminated: false };
 }
 
-/** Checks the JSONL files of one session (pass 1). */
-export async function verifyJsonlFiles(root: string, sessionId: SessionId, report: VerifyReport, onProgress?: VerifyProgress): Promise<void> {
+/** A problem {@link checkLogLine} found in the log line at byte `offset`, as a defect. */
+function logDefect(found: LogLineProblem, sessionId: SessionId, where: string, offset: number): VerifyDefect {
+  switch (found.kind) {
+    case 'utf8':
+      return { where, offset, message: 'not valid UTF-8' };
+    case 'json':
+      if (found.text.trim() === '') return { where, offset, message: 'empty line' };
+      return { where, offset, message: `not JSON (${found.error instanceof Error ? found.error.message : String(found.error)})` };
+    case 'not-batch':
+      return { where, offset, message: 'not a non-empty JSON array of events' };
+    case 'envelope':
+      return { where: `${where}, event ${found.index + 1}`, offset, message: found.problem };
+    case 'session':
+      return { where, offset, sequence: found.event.sequence, message: `event of session ${found.event.sessionId}, not ${sessionId}` };
+    case 'sequence':
+      return { where, offset, sequence: found.event.sequence, message: `sequence ${found.event.sequence} where ${found.expected} was expected` };
+    case 'duplicate':
+      return { where, offset, sequence: found.event.sequence, message: `event ID ${found.event.eventId} is used twice` };
+  }
+}
+
+/** Checks the JSONL files of one session (pass 1), with the store's own line rules. */
+async function verifyJsonlFiles(root: string, sessionId: SessionId, report: VerifyReport, onProgress?: VerifyProgress): Promise<void> {
   const files = sessionPaths(root, sessionId);
-  if (!existsSync(files.log)) {
-    report.defects.push({ where: 'store', message: `no log file for session ${sessionId} (${files.log})` });
-    return;
-  }
   let expected = 1;
   let lineCount = 0;
   const ids = new Set<string>();
-  for await (const line of lines(files.log)) {
-    const where = `log line at byte ${line.offset}`;
-    if (!line.terminated) {
-      report.notes.push(`${where} has no newline: a torn tail from an interrupted write (readers ignore it; the next append truncates it)`);
-      break;
-    }
+  const logTail = await readLines(files.log, (line, offset) => {
     lineCount += 1;
-    if (line.text === undefined) {
-      report.defects.push({ where, offset: line.offset, message: 'not valid UTF-8' });
-      continue;
-    }
-    if (line.text.trim() === '') {
-      report.defects.push({ where, offset: line.offset, message: 'empty line' });
-      continue;
-    }
-    let batch: unknown;
-    try {
-      batch = JSON.parse(line.text);
-    } catch (error) {
-      report.defects.push({ where, offset: line.offset, message: `not JSON (${error instanceof Error ? error.message : String(error)})` });
-      continue;
-    }
-    if (!Array.isArray(batch) || batch.length === 0) {
-      report.defects.push({ where, offset: line.offset, message: 'not a non-empty JSON array of events' });
-      continue;
-    }
-    for (const [index, value] of batch.entries()) {
-      const parsed = safeParseDurableEventEnvelope(value);
-      if (!parsed.ok) {
-        report.defects.push({ where: `${where}, event ${index + 1}`, offset: line.offset, message: parsed.problem });
-        expected += 1;
-        continue;
-      }
-      const event = parsed.value;
-      if (event.sessionId !== sessionId) {
-        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `event of session ${event.sessionId}, not ${sessionId}` });
-      }
-      if (event.sequence !== expected) {
-        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `sequence ${event.sequence} where ${expected} was expected` });
-      }
-      if (ids.has(event.eventId)) {
-        report.defects.push({ where, offset: line.offset, sequence: event.sequence, message: `event ID ${event.eventId} is used twice` });
-      }
-      ids.add(event.eventId);
-      expected = event.sequence + 1;
-    }
-    onProgress?.(expected - 1, 0);
+    const where = `log line at byte ${offset}`;
+    ({ next: expected } = checkLogLine(line, sessionId, expected, ids, (found) => report.defects.push(logDefect(found, sessionId, where, offset))));
+    onProgress?.(expected - 1);
+  });
+  if (logTail === null) {
+    report.defects.push({ where: 'store', message: `no log file for session ${sessionId} (${files.log})` });
+    return;
+  }
+  if (logTail !== undefined) {
+    report.notes.push(`log line at byte ${logTail} has no newline: a torn tail from an interrupted write (readers ignore it; the next append truncates it)`);
   }
   report.lines = lineCount;
-  if (existsSync(files.ledger)) {
-    const identities = new Set<string>();
-    let sequence = 1;
-    for await (const line of lines(files.ledger)) {
-      const where = `ledger line at byte ${line.offset}`;
-      if (!line.terminated) {
-        report.notes.push(`${where} has no newline: a torn tail from an interrupted write`);
-        break;
-      }
-      if (line.text === undefined) {
-        report.defects.push({ where, offset: line.offset, message: 'not valid UTF-8' });
-        sequence += 1;
-        continue;
-      }
-      try {
-        const record = decodeDurabilityRecord(line.text, { sessionId, sequence });
-        const identity = durabilityIdentity(record);
-        if (identities.has(identity)) report.defects.push({ where, offset: line.offset, message: `record identity ${identity} appears twice` });
-        identities.add(identity);
-      } catch (error) {
-        report.defects.push({ where, offset: line.offset, message: error instanceof Error ? error.message : String(error) });
-      }
-      sequence += 1;
-    }
+  const identities = new Map<string, number>();
+  let sequence = 1;
+  const ledgerTail = await readLines(files.ledger, (line, offset) => {
+    const where = `ledger line at byte ${offset}`;
+    const checked = checkLedgerLine(line, sessionId, sequence, identities);
+    sequence += 1;
+    if (!('kind' in checked)) return;
+    const message =
+      checked.kind === 'utf8'
+        ? 'not valid UTF-8'
+        : checked.kind === 'duplicate'
+          ? `record identity ${checked.identity} appears twice`
+          : checked.error instanceof Error
+            ? checked.error.message
+            : String(checked.error);
+    report.defects.push({ where, offset, message });
+  });
+  if (typeof ledgerTail === 'number') report.notes.push(`ledger line at byte ${ledgerTail} has no newline: a torn tail from an interrupted write`);
+}
+
+/**
+ * Checks one session of the JSONL store at `root`: its files (pass 1), then, when they hold no
+ * defect, the log as a read-only store serves it (pass 2). Nothing in the directory is written.
+ */
+export async function verifyJsonlSession(root: string, sessionId: SessionId, report: VerifyReport, onProgress?: VerifyProgress): Promise<void> {
+  await verifyJsonlFiles(root, sessionId, report, onProgress);
+  if (report.defects.length > 0) return;
+  const { JsonlDurableEventStore } = await import('../adapters/node/jsonl/jsonl-store.js');
+  const store = new JsonlDurableEventStore(root, { readOnly: true });
+  try {
+    await verifyThroughStore(store, sessionId, report, onProgress);
+  } finally {
+    await store.close();
   }
 }
 
@@ -349,29 +329,48 @@ function reportAudit(report: VerifyReport, audited: CheckpointAuditResult | null
   if (audited.status === 'matches') report.notes.push(`the checkpoint at sequence ${audited.sequence} matches the log (anchor, digest, fold state, commands, IDs)`);
 }
 
-/** Session IDs of every log in a JSONL store (read from each file's first line). */
-export async function listJsonlSessions(root: string): Promise<{ sessions: SessionId[]; unreadable: string[] }> {
+/** The first complete line of `file`, read through the store's reader (read-only); `undefined` when it has none. */
+async function firstLine(file: string): Promise<Buffer | undefined> {
+  let first: Buffer | undefined;
+  const stop = new Error('the first line is read');
+  try {
+    await readLines(file, (line) => {
+      first = Buffer.from(line);
+      throw stop;
+    });
+  } catch (error) {
+    if (error !== stop) throw error;
+  }
+  return first;
+}
+
+/**
+ * Session IDs of every log in a JSONL store: each file the store's naming rule calls a log, its
+ * session read from its first line. A file whose first line names no valid session, or a session
+ * whose log (by the same rule) is another file, is listed in `unreadable` with the reason.
+ */
+export async function listJsonlSessions(root: string): Promise<{ sessions: SessionId[]; unreadable: Array<{ name: string; problem: string }> }> {
   const directory = path.join(root, EVENTS_DIRECTORY);
   if (!existsSync(directory)) return { sessions: [], unreadable: [] };
   const sessions: SessionId[] = [];
-  const unreadable: string[] = [];
+  const unreadable: Array<{ name: string; problem: string }> = [];
   for (const name of readdirSync(directory).sort()) {
-    if (!name.endsWith('.jsonl') || name.endsWith('.ledger.jsonl')) continue;
+    const stem = logFileStem(name);
+    if (stem === undefined) continue;
     let found: string | undefined;
-    for await (const line of lines(path.join(directory, name))) {
-      try {
-        const batch: unknown = JSON.parse(line.text ?? '');
-        const first: unknown = Array.isArray(batch) ? batch[0] : undefined;
-        const id = typeof first === 'object' && first !== null ? (first as { sessionId?: unknown }).sessionId : undefined;
-        if (typeof id === 'string' && describeInvalidId(id) === undefined) found = id;
-      } catch {
-        // Reported by verify; here the name simply stays unknown.
-      }
-      break;
+    try {
+      const batch: unknown = JSON.parse((await firstLine(path.join(directory, name)))?.toString('utf8') ?? '');
+      const first: unknown = Array.isArray(batch) ? batch[0] : undefined;
+      const id = typeof first === 'object' && first !== null ? (first as { sessionId?: unknown }).sessionId : undefined;
+      if (typeof id === 'string' && describeInvalidId(id) === undefined) found = id;
+    } catch {
+      // Reported by verify; here the name simply stays unknown.
     }
-    if (found === undefined) unreadable.push(name);
+    if (found === undefined) unreadable.push({ name, problem: 'its first line names no valid session' });
     // SAFETY: checked with the SessionId rule above.
-    else sessions.push(found as SessionId);
+    else if (sessionFileStem(found as SessionId) !== stem) {
+      unreadable.push({ name, problem: `its first line names session ${found}, whose log is ${path.basename(sessionPaths(root, found as SessionId).log)}` });
+    } else sessions.push(found as SessionId);
   }
   return { sessions, unreadable };
 }

@@ -119,27 +119,39 @@ export class SessionFileLock {
   #fd: number | undefined;
   #locked = false;
 
-  constructor(readonly path: string) {}
+  /**
+   * `create: false` (a read-only store) never creates the sidecar: while it does not exist no
+   * writer holds the lock (a writer creates it before locking), and {@link tryLock} succeeds
+   * without one.
+   */
+  constructor(
+    readonly path: string,
+    readonly options: { create?: boolean } = {},
+  ) {}
 
   /** True while this object holds the lock. */
   get locked(): boolean {
     return this.#locked;
   }
 
-  #descriptor(): number {
+  /** The sidecar's descriptor; `undefined` when it does not exist and may not be created. */
+  #descriptor(): number | undefined {
     if (this.#fd === undefined) {
+      const create = this.options.create ?? true;
       try {
-        this.#fd = openSync(this.path, constants.O_RDWR | constants.O_CREAT, 0o600);
+        this.#fd = openSync(this.path, create ? constants.O_RDWR | constants.O_CREAT : constants.O_RDWR, 0o600);
       } catch (error) {
+        if (!create && (error as { code?: unknown } | null)?.code === 'ENOENT') return undefined;
         throw lockFailed(`cannot open the lock sidecar ${this.path}`, error);
       }
     }
     return this.#fd;
   }
 
-  /** One non-blocking attempt: true when the lock is now held. */
+  /** One non-blocking attempt: true when the lock is now held (or there is no sidecar to lock, see the constructor). */
   tryLock(lib: LockAddon): boolean {
     const fd = this.#descriptor();
+    if (fd === undefined) return true;
     let acquired: boolean;
     try {
       acquired = lib.tryLock(fd);

@@ -80,6 +80,7 @@ import {
   planDurabilityRead,
   validateDurabilityDraft,
 } from '../../../core/durability/ledger-engine.js';
+import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { DurableEventDraft } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { runBounded, type CallState } from './bounded-call.js';
@@ -121,6 +122,8 @@ export class JsonlDurableEventStore
   readonly operationTimeoutMs: number;
   /** Interval of the optional timed look for other processes' writes while someone watches. */
   readonly watchPollIntervalMs: number | undefined;
+  /** Files are opened read-only and every write is refused (see `JsonlDurableEventStoreOptions.readOnly`). */
+  readonly readOnly: boolean;
   readonly #clock: () => number;
   readonly #hooks: StoreTestHooks;
   readonly #handles = new Map<string, SessionHandle>();
@@ -138,6 +141,16 @@ export class JsonlDurableEventStore
     this.watchPollIntervalMs = resolved.watchPollIntervalMs;
     this.#clock = resolved.clock;
     this.#hooks = resolved.testHooks;
+    this.readOnly = resolved.readOnly;
+  }
+
+  /** Throws `DURABLE_EVENT_UNAVAILABLE` when this store was opened read-only. */
+  #checkWritable(): void {
+    if (this.readOnly) {
+      throw new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `the store at ${this.storageRoot} was opened read-only`, {
+        details: { readOnly: true },
+      });
+    }
   }
 
   /** Files of one session (for tooling and tests; never derived from a session ID by hand). */
@@ -161,6 +174,7 @@ export class JsonlDurableEventStore
       operationTimeoutMs: this.operationTimeoutMs,
       clock: this.#clock,
       hooks: this.#hooks,
+      readOnly: this.readOnly,
     });
     this.#handles.set(id, created);
     this.#lastUsed = created;
@@ -232,6 +246,7 @@ export class JsonlDurableEventStore
     // Not `async`: the queue's promise is returned as is, which saves microtask hops per append.
     try {
       throwIfAborted(options?.signal);
+      this.#checkWritable();
       const id = checkSessionId(sessionId);
       const valid = validateDraftBatch(drafts);
       checkExpectedLastSequence(options?.expectedLastSequence);
@@ -257,6 +272,7 @@ export class JsonlDurableEventStore
    */
   async writeCheckpoint(sessionId: SessionId, record: DurableCheckpointRecord, options?: DurableStoreCallOptions): Promise<void> {
     throwIfAborted(options?.signal);
+    this.#checkWritable();
     const id = checkSessionId(sessionId);
     const lent = checkCheckpointRecord(record, false);
     if (lent.extendsBytes !== undefined && (await this.#extendCheckpoint(id, lent, options?.signal))) return;
@@ -381,6 +397,7 @@ export class JsonlDurableEventStore
     options?: DurableStoreCallOptions,
   ): Promise<DurabilityRecordResult> {
     throwIfAborted(options?.signal);
+    this.#checkWritable();
     const id = checkDurabilitySessionId(sessionId);
     const valid = validateDurabilityDraft(draft);
     const identity = durabilityIdentity(valid);
@@ -434,6 +451,11 @@ export class JsonlDurableEventStore
     signal: AbortSignal | undefined,
     decide: (state: LeaseState | null, nowMs: number) => LeaseState,
   ): Promise<DurableExecutionLeaseRecord> {
+    try {
+      this.#checkWritable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.#locked(sessionId, signal, true, async (handle, call) => {
       // The log names its session in every line: a file shared with another session ID (names that
       // coincide on a case-insensitive filesystem) fails closed here before any lease is written.

@@ -35,6 +35,46 @@ function corrupt(message: string, details: Record<string, unknown>, cause?: unkn
   });
 }
 
+/** What is wrong with one ledger line, as {@link checkLedgerLine} finds it. */
+export type LedgerLineProblem =
+  | { kind: 'utf8'; error: unknown }
+  | { kind: 'record'; error: unknown }
+  /** The record's identity is already record `first`'s. */
+  | { kind: 'duplicate'; identity: string; first: number };
+
+/**
+ * The rules of one ledger line (without its `\n`), which both the store and `agent-ledger verify`
+ * apply: valid UTF-8, a valid record of `sessionId` with sequence `sequence`
+ * (`decodeDurabilityRecord`), and, given `identities`, an identity not yet in it (it is then
+ * added). Returns the record, or the problem.
+ */
+export function checkLedgerLine(
+  line: Buffer,
+  sessionId: SessionId,
+  sequence: number,
+  identities?: Map<string, number>,
+): { record: DurabilityRecord } | LedgerLineProblem {
+  let text: string;
+  try {
+    text = strictUtf8.decode(line);
+  } catch (error) {
+    return { kind: 'utf8', error };
+  }
+  let record: DurabilityRecord;
+  try {
+    record = decodeDurabilityRecord(text, { sessionId, sequence });
+  } catch (error) {
+    return { kind: 'record', error };
+  }
+  if (identities !== undefined) {
+    const identity = durabilityIdentity(record);
+    const first = identities.get(identity);
+    if (first !== undefined) return { kind: 'duplicate', identity, first };
+    identities.set(identity, sequence);
+  }
+  return { record };
+}
+
 /** The validated state of one session's durability ledger file. */
 export class SessionLedger implements LineOwner {
   readonly #file: LineFile;
@@ -43,11 +83,13 @@ export class SessionLedger implements LineOwner {
   readonly #byIdentity = new Map<string, number>();
   #head = 0;
 
+  /** `readOnly`: the file is opened `O_RDONLY` and never written, truncated or repaired (see {@link LineFile}). */
   constructor(
     readonly path: string,
     readonly sessionId: SessionId,
+    options: { readOnly?: boolean } = {},
   ) {
-    this.#file = new LineFile(path, this);
+    this.#file = new LineFile(path, this, options);
   }
 
   /** The validated ledger head, `null` when empty. */
@@ -87,35 +129,27 @@ export class SessionLedger implements LineOwner {
     return this.#file.catchUp();
   }
 
-  #decode(line: Buffer, sequence: number, offset: number): DurabilityRecord {
-    let text: string;
-    try {
-      text = strictUtf8.decode(line);
-    } catch (error) {
-      throw corrupt(`${this.path}: the line at byte ${offset} is not valid UTF-8`, { path: this.path, offset, sequence }, error);
-    }
-    try {
-      return decodeDurabilityRecord(text, { sessionId: this.sessionId, sequence });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      throw corrupt(`${this.path}: the line at byte ${offset} is not a valid record: ${message}`, { path: this.path, offset, sequence }, error);
+  /** Decodes the line at byte `offset` as record `sequence` (and checks its identity is new, given `identities`). */
+  #decode(line: Buffer, sequence: number, offset: number, identities?: Map<string, number>): DurabilityRecord {
+    const checked = checkLedgerLine(line, this.sessionId, sequence, identities);
+    if (!('kind' in checked)) return checked.record;
+    const where = { path: this.path, offset, sequence };
+    switch (checked.kind) {
+      case 'utf8':
+        throw corrupt(`${this.path}: the line at byte ${offset} is not valid UTF-8`, where, checked.error);
+      case 'record': {
+        const message = checked.error instanceof Error ? checked.error.message : String(checked.error);
+        throw corrupt(`${this.path}: the line at byte ${offset} is not a valid record: ${message}`, where, checked.error);
+      }
+      case 'duplicate':
+        throw corrupt(`${this.path}: records ${checked.first} and ${sequence} share the identity ${checked.identity}`, where);
     }
   }
 
   /** @internal {@link LineOwner}: validates one complete line and advances the head past it. */
   accept(line: Buffer, offset: number): void {
     const sequence = this.#head + 1;
-    const record = this.#decode(line, sequence, offset);
-    const identity = durabilityIdentity(record);
-    const first = this.#byIdentity.get(identity);
-    if (first !== undefined) {
-      throw corrupt(`${this.path}: records ${first} and ${sequence} share the identity ${identity}`, {
-        path: this.path,
-        offset,
-        sequence,
-      });
-    }
-    this.#byIdentity.set(identity, sequence);
+    this.#decode(line, sequence, offset, this.#byIdentity);
     this.#offsets.push(sequence, offset);
     this.#head = sequence;
   }

@@ -20,6 +20,11 @@
  *    descriptor, fsyncs the directory: the file's creator may have died before syncing its name),
  *    and only then advances the validated size.
  *
+ * Read-only (`{ readOnly: true }`, for `agent-ledger verify` and a read-only store): the file is
+ * opened `O_RDONLY`, never created, truncated or written; a torn tail is ignored as above and left
+ * where it is, and `appendSync` refuses. The validated state then covers exactly the complete
+ * lines, and {@link LineFile.size} past {@link LineFile.validSize} is the torn tail.
+ *
  * Durable writes: the descriptor is opened with `O_DSYNC`, so a write returns once its bytes and
  * the file size needed to read them are on stable storage (what `fdatasync` guarantees; the file's
  * timestamps may lag, and nothing reads them). That is one system call per commit instead of a
@@ -103,11 +108,17 @@ export class LineFile {
   constructor(
     readonly path: string,
     private readonly owner: LineOwner,
+    readonly options: { readOnly?: boolean } = {},
   ) {}
 
   /** Bytes of complete lines validated so far. */
   get validSize(): number {
     return this.#validSize;
+  }
+
+  /** File size at the last look: past {@link validSize} lies a torn tail (a last line without `\n`). */
+  get size(): number {
+    return this.#fileSize;
   }
 
   /** True when this object has an open descriptor (the file existed at the last look). */
@@ -176,7 +187,7 @@ export class LineFile {
       if (size === undefined) {
         let fd: number;
         try {
-          fd = openSync(this.path, constants.O_RDWR | SYNC_WRITES);
+          fd = openSync(this.path, this.options.readOnly === true ? constants.O_RDONLY : constants.O_RDWR | SYNC_WRITES);
         } catch (error) {
           if (errorCode(error) === 'ENOENT') return undefined;
           throw error;
@@ -319,6 +330,7 @@ export class LineFile {
   appendSync(lines: Buffer, durable: (position: number) => void): void {
     const position = this.#validSize;
     try {
+      if (this.options.readOnly === true) throw new Error(`${this.path} was opened read-only`);
       if (this.#fd === undefined) {
         const created = this.#adopt(openSync(this.path, constants.O_RDWR | constants.O_CREAT | SYNC_WRITES, 0o600));
         // catchUp saw no file and we hold the lock: anything already there came from a writer

@@ -42,6 +42,14 @@ export interface JsonlDurableEventStoreOptions {
    * or some container filesystems). A check is one `stat` unless the file changed.
    */
   watchPollIntervalMs?: number | undefined;
+  /**
+   * Open every file read-only (default false), as `agent-ledger verify` does: reads never create,
+   * write, truncate or repair a file (a torn tail is left as it is, no lock sidecar, directory or
+   * validated-state sidecar is made), and take the session lock only when its sidecar exists.
+   * Every write (`append`, `recordDurability`, `writeCheckpoint`, lease changes) rejects with
+   * `DURABLE_EVENT_UNAVAILABLE` and writes nothing.
+   */
+  readOnly?: boolean | undefined;
   /** Clock in epoch milliseconds for `recordedAt` and lease expiry (default `Date.now`). */
   clock?: (() => number) | undefined;
   /** Test-only fault injection: `beforeCommit` throwing fails that append with nothing written. */
@@ -55,6 +63,7 @@ interface ResolvedJsonlOptions {
   watchPollIntervalMs: number | undefined;
   clock: () => number;
   testHooks: StoreTestHooks;
+  readOnly: boolean;
 }
 
 const KNOWN_KEYS: ReadonlySet<string> = new Set([
@@ -63,6 +72,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'watchPollIntervalMs',
   'clock',
   'testHooks',
+  'readOnly',
 ]);
 
 function invalid(message: string): DurableEventStoreError {
@@ -101,6 +111,7 @@ export function resolveJsonlOptions(storageRoot: unknown, options: unknown): Res
       ? undefined
       : integerIn('watchPollIntervalMs', o.watchPollIntervalMs, MIN_WATCH_POLL_INTERVAL_MS, MAX_WATCH_POLL_INTERVAL_MS);
   if (o.clock !== undefined && typeof o.clock !== 'function') throw invalid('clock must be a function');
+  if (o.readOnly !== undefined && typeof o.readOnly !== 'boolean') throw invalid('readOnly must be a boolean');
   if (o.testHooks !== undefined && (typeof o.testHooks !== 'object' || o.testHooks === null)) {
     throw invalid('testHooks must be an object');
   }
@@ -110,5 +121,6 @@ export function resolveJsonlOptions(storageRoot: unknown, options: unknown): Res
     watchPollIntervalMs,
     clock: o.clock ?? Date.now,
     testHooks: o.testHooks ?? {},
+    readOnly: o.readOnly ?? false,
   };
 }

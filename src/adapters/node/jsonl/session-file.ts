@@ -16,7 +16,7 @@
  */
 import { encodedEventBytes } from '../../../core/log-engine.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
-import { parseDurableEventEnvelope, type DurableEventEnvelope } from '../../../protocol/events.js';
+import { parseDurableEventEnvelope, safeParseDurableEventEnvelope, type DurableEventEnvelope } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';
 import { LineFile, type LineOwner } from './line-file.js';
@@ -50,6 +50,69 @@ function corrupt(message: string, details: Record<string, unknown>, cause?: unkn
   });
 }
 
+/** What is wrong with one line of a log, as {@link checkLogLine} finds it. */
+export type LogLineProblem =
+  | { kind: 'utf8'; error: unknown }
+  | { kind: 'json'; text: string; error: unknown }
+  | { kind: 'not-batch' }
+  /** Element `index` (from 0) of the batch is not a valid envelope. */
+  | { kind: 'envelope'; index: number; problem: string }
+  | { kind: 'session'; event: DurableEventEnvelope }
+  | { kind: 'sequence'; event: DurableEventEnvelope; expected: number }
+  | { kind: 'duplicate'; event: DurableEventEnvelope };
+
+/**
+ * The rules of one log line (without its `\n`), which both the store and `agent-ledger verify`
+ * apply: valid UTF-8 JSON, a non-empty array, every element a v4 envelope of `sessionId` with the
+ * sequence `next` (then the one after it) and an event ID not in `seen` (IDs are added). Each
+ * problem goes to `problem`; the store throws there, `verify` lists it and goes on (a bad envelope
+ * takes one sequence, a wrong sequence restarts the count after it). Returns the sequence
+ * expected after the line and the line's last event ID.
+ */
+export function checkLogLine(
+  line: Buffer,
+  sessionId: SessionId,
+  next: number,
+  seen: Set<string>,
+  problem: (found: LogLineProblem) => void,
+): { next: number; lastEventId: string } {
+  let text: string;
+  try {
+    text = strictUtf8.decode(line);
+  } catch (error) {
+    problem({ kind: 'utf8', error });
+    return { next, lastEventId: '' };
+  }
+  let batch: unknown;
+  try {
+    batch = JSON.parse(text);
+  } catch (error) {
+    problem({ kind: 'json', text, error });
+    return { next, lastEventId: '' };
+  }
+  if (!Array.isArray(batch) || batch.length === 0) {
+    problem({ kind: 'not-batch' });
+    return { next, lastEventId: '' };
+  }
+  let lastEventId = '';
+  for (let index = 0; index < batch.length; index++) {
+    const parsed = safeParseDurableEventEnvelope(batch[index]);
+    if (!parsed.ok) {
+      problem({ kind: 'envelope', index, problem: parsed.problem });
+      next++;
+      continue;
+    }
+    const event = parsed.value;
+    if (event.sessionId !== sessionId) problem({ kind: 'session', event });
+    if (event.sequence !== next) problem({ kind: 'sequence', event, expected: next });
+    if (seen.has(event.eventId)) problem({ kind: 'duplicate', event });
+    seen.add(event.eventId);
+    lastEventId = event.eventId;
+    next = event.sequence + 1;
+  }
+  return { next, lastEventId };
+}
+
 /** The validated state of one session log file. */
 export class SessionLog implements LineOwner {
   readonly #index = new BatchIndex();
@@ -66,11 +129,16 @@ export class SessionLog implements LineOwner {
   /** Path of the validated-state sidecar (see `validated-state.ts`). */
   readonly validatedPath: string;
 
+  /**
+   * `readOnly`: the log is opened `O_RDONLY` and never written, truncated or repaired, and the
+   * validated-state sidecar is read but never written (see {@link LineFile}).
+   */
   constructor(
     readonly path: string,
     readonly sessionId: SessionId,
+    readonly options: { readOnly?: boolean } = {},
   ) {
-    this.#file = new LineFile(path, this);
+    this.#file = new LineFile(path, this, options);
     this.validatedPath = `${path}.validated`;
   }
 
@@ -159,7 +227,7 @@ export class SessionLog implements LineOwner {
    */
   saveValidatedState(): void {
     const validSize = this.#file.validSize;
-    if (this.#head === 0 || !this.#file.isOpen || validSize <= this.#savedSize) return;
+    if (this.options.readOnly === true || this.#head === 0 || !this.#file.isOpen || validSize <= this.#savedSize) return;
     try {
       const first = this.#file.readBytesSync(0, Math.min(FIRST_BYTES_HASHED, validSize));
       const line = this.#file.readBytesSync(this.#lastLineOffset, validSize);
@@ -228,51 +296,44 @@ export class SessionLog implements LineOwner {
   /** @internal {@link LineOwner}: validates one complete line and advances the head past it. */
   accept(line: Buffer, offset: number): void {
     const where = { path: this.path, offset };
-    let batch: unknown;
-    try {
-      batch = JSON.parse(strictUtf8.decode(line));
-    } catch (error) {
-      throw corrupt(`${this.path}: the line at byte ${offset} is not valid JSON`, where, error);
-    }
-    if (!Array.isArray(batch) || batch.length === 0) {
-      throw corrupt(`${this.path}: the line at byte ${offset} is not a non-empty batch array`, where);
-    }
-    const seen = (this.#seen ??= new Set());
-    let next = this.#head + 1;
-    let lastEventId = '';
-    for (const value of batch) {
-      let event: DurableEventEnvelope;
-      try {
-        event = parseDurableEventEnvelope(value);
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        throw corrupt(`${this.path}: invalid event in the line at byte ${offset}: ${message}`, where, error);
-      }
-      if (event.sessionId !== this.sessionId) {
-        throw corrupt(`${this.path}: an event at byte ${offset} belongs to another session`, where);
-      }
-      if (event.sequence !== next) {
-        throw corrupt(`${this.path}: expected sequence ${next} at byte ${offset}, found ${event.sequence}`, {
-          ...where,
-          expected: next,
-          actual: event.sequence,
-        });
-      }
-      if (seen.has(event.eventId)) {
-        throw corrupt(`${this.path}: duplicate event ID ${event.eventId} at byte ${offset}`, {
-          ...where,
-          eventId: event.eventId,
-        });
-      }
-      seen.add(event.eventId);
-      lastEventId = event.eventId;
-      next++;
-    }
+    const { next, lastEventId } = checkLogLine(line, this.sessionId, this.#head + 1, (this.#seen ??= new Set()), (found) => {
+      throw this.#lineError(found, offset, where);
+    });
     this.#index.push(this.#head + 1, offset);
     this.#lastLineOffset = offset;
     this.#lastLineFirst = this.#head + 1;
     this.#lastEventId = lastEventId;
     this.#head = next - 1;
+  }
+
+  /** The store's error for the first problem of the line at byte `offset`. */
+  #lineError(found: LogLineProblem, offset: number, where: { path: string; offset: number }): DurableEventStoreError {
+    switch (found.kind) {
+      case 'utf8':
+      case 'json':
+        return corrupt(`${this.path}: the line at byte ${offset} is not valid JSON`, where, found.error);
+      case 'not-batch':
+        return corrupt(`${this.path}: the line at byte ${offset} is not a non-empty batch array`, where);
+      case 'envelope':
+        return corrupt(
+          `${this.path}: invalid event in the line at byte ${offset}: ${found.problem}`,
+          where,
+          new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', found.problem),
+        );
+      case 'session':
+        return corrupt(`${this.path}: an event at byte ${offset} belongs to another session`, where);
+      case 'sequence':
+        return corrupt(`${this.path}: expected sequence ${found.expected} at byte ${offset}, found ${found.event.sequence}`, {
+          ...where,
+          expected: found.expected,
+          actual: found.event.sequence,
+        });
+      case 'duplicate':
+        return corrupt(`${this.path}: duplicate event ID ${found.event.eventId} at byte ${offset}`, {
+          ...where,
+          eventId: found.event.eventId,
+        });
+    }
   }
 
   /**

@@ -52,6 +52,8 @@ interface SessionHandleConfig {
   operationTimeoutMs: number;
   clock: () => number;
   hooks: StoreTestHooks;
+  /** Open the files read-only: never create, write, truncate or lock-create (see `JsonlDurableEventStoreOptions.readOnly`). */
+  readOnly: boolean;
 }
 
 /** Builds the `DURABLE_EVENT_IO_TIMEOUT` error of a call that outlived `operationTimeoutMs`. */
@@ -69,11 +71,12 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
   const handle: SessionHandle = {
     id,
     paths,
-    log: new SessionLog(paths.log, id),
-    ledger: new SessionLedger(paths.ledger, id),
-    lock: new SessionFileLock(paths.lock),
+    log: new SessionLog(paths.log, id, { readOnly: config.readOnly }),
+    ledger: new SessionLedger(paths.ledger, id, { readOnly: config.readOnly }),
+    lock: new SessionFileLock(paths.lock, { create: !config.readOnly }),
     lease: new LeaseFile(paths.lease, id),
-    directoryReady: false,
+    // A read-only store creates no directory: a missing one is an empty store.
+    directoryReady: config.readOnly,
     users: 0,
     appends: new GroupCommitQueue({
       lockTimeoutMs: config.lockTimeoutMs,

@@ -46,13 +46,27 @@ export function sessionFileStem(sessionId: SessionId): string {
   return `~${encodeBase64Url(createHash('sha256').update(bytes).digest())}`;
 }
 
+/** Suffix of a session's event log after its stem. */
+const LOG_SUFFIX = '.jsonl';
+
+/**
+ * The stem of `name` when it names a session's event log by this naming rule (base64url
+ * characters, or `~` and a hash, then `.jsonl`), else `undefined`. No other file of a session
+ * (`.ledger.jsonl`, `.jsonl.lock`, ...) has such a name.
+ */
+export function logFileStem(name: string): string | undefined {
+  if (!name.endsWith(LOG_SUFFIX)) return undefined;
+  const stem = name.slice(0, -LOG_SUFFIX.length);
+  return /^~?[A-Za-z0-9_-]+$/.test(stem) ? stem : undefined;
+}
+
 /** Paths of the files of `sessionId` under the absolute `root`. */
 export function sessionPaths(root: string, sessionId: SessionId): SessionPaths {
   const directory = path.join(root, EVENTS_DIRECTORY);
   const stem = path.join(directory, sessionFileStem(sessionId));
   return {
     directory,
-    log: `${stem}.jsonl`,
+    log: `${stem}${LOG_SUFFIX}`,
     lock: `${stem}.jsonl.lock`,
     lease: `${stem}.lease.json`,
     ledger: `${stem}.ledger.jsonl`,
