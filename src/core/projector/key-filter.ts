@@ -339,8 +339,8 @@ function mergeIntoCompact(a: KeyRun, b: Float64Array, out: CompactRun): void {
 /**
  * {@link mergeIntoCompact} of a compact run and a (usually much shorter) sorted run, bucket by
  * bucket: the compact run's low halves are copied as they are, 32-bit words with no division per
- * hash, and only a bucket that holds hashes of `b` is merged. About 3x faster than feeding every
- * hash through {@link CompactWriter} (a compaction of 300,000 hashes plus 20,000 took 5.5 ms).
+ * hash, and only a bucket that holds hashes of `b` is merged, which saves feeding every hash
+ * through {@link CompactWriter} (figures in docs/performance-history.md).
  */
 function mergeCompactBuckets(a: CompactRun, b: Float64Array, out: CompactRun): void {
   const { starts, low } = a;
@@ -457,8 +457,8 @@ function hashInto(list: readonly string[], hashes: Float64Array): Float64Array {
   // (a copy per key, scattered in the heap). Joining a few hundred at a time copies them into
   // one flat string natively, and each key is hashed in place there (same hash as `hashKey`).
   // When a chunk is ASCII (IDs nearly always are), its UTF-8 bytes are its code units: the native
-  // encoder copies them into bytes, and hashing from a byte array is about three times faster
-  // than `charCodeAt` on the string.
+  // encoder copies them into bytes, and hashing from a byte array is much cheaper than
+  // `charCodeAt` on the string (figures in docs/performance-history.md).
   for (let first = 0; first < list.length; first += JOIN_CHUNK) {
     const last = Math.min(list.length, first + JOIN_CHUNK);
     const joined = list.slice(first, last).join('');
