@@ -8,35 +8,29 @@
  * signs, no leading zeros) and convert to numbers.
  */
 import { z } from 'zod';
-import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from '../core/log-engine.js';
 import type { DurableExecutionFence } from '../core/store.js';
 import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
+import { executionFenceSchema } from '../protocol/operations.js';
 import {
   durableEventDraftSchema as protocolDraftSchema,
   durableEventEnvelopeSchema as protocolEnvelopeSchema,
   eventSequenceSchema,
   sessionIdSchema,
 } from '../protocol/events.js';
-import { MAX_ID_LENGTH, isValidId, type FencingToken, type WorkerId } from '../protocol/ids.js';
 import { DEFAULT_READ_LIMIT, MAX_BATCH_EVENTS, MAX_READ_LIMIT } from '../protocol/limits.js';
 import { MAX_TOKEN_TTL_SECONDS, TOKEN_SCOPES } from './auth.js';
 
 /** Longest long-poll a read may ask for (`waitMs`). */
 const MAX_LONG_POLL_MS = 30_000;
 
-/** A lease owner (worker) id. */
-export const workerIdSchema = z.custom<WorkerId>((value) => isValidId(value), {
-  error: `WorkerId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
-});
-/** A caller-chosen lease acquisition id (same rules as any id). */
-export const leaseIdSchema = z.custom<string>((value) => isValidId(value), {
-  error: `leaseId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
-});
-/** A fencing token (integer >= 1). */
-export const fencingTokenSchema = z.custom<FencingToken>(
-  (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
-  { error: 'fencingToken must be a safe integer >= 1' },
-);
+/** Schemas of the lease operations live with their rows in the protocol's operation table. */
+export {
+  executionFenceSchema,
+  fencingTokenSchema,
+  leaseIdSchema,
+  okResponseSchema,
+  workerIdSchema,
+} from '../protocol/operations.js';
 
 /** Integer query parameter in `min..max`, decimal digits only. */
 function integerQuery(min: number, max: number, label: string) {
@@ -59,22 +53,6 @@ export const durableEventEnvelopeSchema = protocolEnvelopeSchema.meta({
   id: 'DurableEventEnvelope',
   description: 'A stored event (protocol v4).',
 });
-
-export const executionFenceSchema = z
-  .strictObject({
-    leaseId: leaseIdSchema,
-    ownerId: workerIdSchema,
-    fencingToken: fencingTokenSchema,
-    sessionId: sessionIdSchema.optional(),
-    acquiredAtMs: z.number().optional(),
-    expiresAtMs: z.number().optional(),
-    released: z.boolean().optional(),
-  })
-  .meta({
-    id: 'ExecutionFence',
-    description:
-      'The lease a fenced call must name: leaseId, ownerId and fencingToken. The LeaseRecord that acquire and renew answer is accepted as is (its other fields are ignored).',
-  });
 
 /** The three fields of a fence that a store compares (a lease record's other fields dropped). */
 export function fenceOf(value: z.output<typeof executionFenceSchema>): DurableExecutionFence {
@@ -160,38 +138,6 @@ export const subscribeQuerySchema = z.strictObject({
         'partial_response, tool_progress); `events` (default) long-polls the log.',
     }),
 });
-
-// ---- leases ----
-
-const ttlMsSchema = z.number().int().min(MIN_LEASE_TTL_MS).max(MAX_LEASE_TTL_MS);
-
-export const leaseAcquireRequestSchema = z
-  .strictObject({ ownerId: workerIdSchema, leaseId: leaseIdSchema, ttlMs: ttlMsSchema })
-  .meta({ id: 'LeaseAcquireRequest' });
-
-export const leaseRenewRequestSchema = z
-  .strictObject({ fence: executionFenceSchema, ttlMs: ttlMsSchema })
-  .meta({ id: 'LeaseRenewRequest' });
-
-export const leaseFenceRequestSchema = z.strictObject({ fence: executionFenceSchema }).meta({ id: 'LeaseFenceRequest' });
-
-export const leaseRecordSchema = z
-  .strictObject({
-    sessionId: sessionIdSchema,
-    leaseId: leaseIdSchema,
-    ownerId: workerIdSchema,
-    fencingToken: fencingTokenSchema,
-    acquiredAtMs: z.number(),
-    expiresAtMs: z.number(),
-    released: z.boolean(),
-  })
-  .meta({ id: 'LeaseRecord' });
-
-export const leaseInspectResponseSchema = z
-  .strictObject({ lease: leaseRecordSchema.nullable(), requiresExecutionLease: z.boolean() })
-  .meta({ id: 'LeaseInspectResponse' });
-
-export const okResponseSchema = z.strictObject({ ok: z.literal(true) }).meta({ id: 'OkResponse' });
 
 // ---- tokens ----
 

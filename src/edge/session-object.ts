@@ -30,10 +30,10 @@ import {
   toRpcResult,
   type RpcAppendOptions,
   type RpcAppendReceipt,
-  type RpcLeaseAcquireOptions,
   type RpcReadOptions,
   type RpcResult,
   type RpcWaitResult,
+  type SessionObjectPositionalRpc,
   type SessionObjectRpc,
 } from '../adapters/durable-object/rpc.js';
 import type {
@@ -59,8 +59,6 @@ import type {
 import { checkSessionId } from '../core/log-engine.js';
 import type {
   DurableAppendResult,
-  DurableExecutionFence,
-  DurableExecutionLeaseRecord,
   DurableReadResult,
 } from '../core/store.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
@@ -109,6 +107,13 @@ import type {
   SessionObjectAgentRpc,
 } from '../adapters/durable-object/agent-rpc.js';
 import { SessionAgentHost } from './agent-host.js';
+import { LeaseHost } from './lease-host.js';
+import {
+  isOperationName,
+  SESSION_OPERATIONS,
+  type OperationHosts,
+  type OperationName,
+} from '../protocol/operations.js';
 
 /** `ledger_meta` key holding the session this object serves. */
 const SESSION_KEY = 'session_id';
@@ -154,6 +159,7 @@ function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions 
  *   }
  * }
  */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- its positional operation methods are installed below
 export class SessionObject
   extends DurableObject<unknown>
   implements
@@ -421,53 +427,29 @@ export class SessionObject
     });
   }
 
-  async acquireExecutionLease(
-    sessionId: string,
-    options: RpcLeaseAcquireOptions,
-  ): Promise<RpcResult<DurableExecutionLeaseRecord>> {
-    return toRpcResult(() => {
-      const id = this.bindSession(sessionId);
-      const request = typeof options === 'object' && options !== null ? options : ({} as Partial<RpcLeaseAcquireOptions>);
-      // SAFETY: the log engine validates ownerId, leaseId and ttlMs at run time.
-      return this.eventLog.acquireExecutionLease(id, request as RpcLeaseAcquireOptions);
-    });
-  }
+  // ---- RPC: the session operations (SESSION_OPERATIONS, one row each; see protocol/operations.ts) ----
 
-  async renewExecutionLease(
-    sessionId: string,
-    fence: DurableExecutionFence,
-    options: { ttlMs: number },
-  ): Promise<RpcResult<DurableExecutionLeaseRecord>> {
-    return toRpcResult(() => {
-      const id = this.bindSession(sessionId);
-      const ttlMs = typeof options === 'object' && options !== null ? options.ttlMs : undefined;
-      // SAFETY: the log engine validates the TTL at run time (an undefined TTL is refused).
-      return this.eventLog.renewExecutionLease(id, fence, ttlMs as number);
-    });
-  }
-
-  async releaseExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>> {
-    return toRpcResult(() => {
-      this.eventLog.releaseExecutionLease(this.bindSession(sessionId), fence);
+  /** The hosts that serve the rows of `SESSION_OPERATIONS`, by the row's `host`. */
+  readonly #hosts: OperationHosts = {
+    lease: new LeaseHost(
+      () => this.eventLog,
       // A parked agent may be able to go on now (its operator finished a recovery under the lease).
-      this.#agent.afterRecovery();
-      return null;
-    });
-  }
+      () => this.#agent.afterRecovery(),
+    ),
+  };
 
-  async assertExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>> {
+  /**
+   * Runs session operation `name` (a row of `SESSION_OPERATIONS`) with `input` on its host.
+   * Call it through `callOperation`; rows with `rpcArgs` also have a positional method of their
+   * name (see {@link installPositionalOperations}).
+   */
+  async operation(sessionId: string, name: string, input: unknown): Promise<RpcResult<unknown>> {
     return toRpcResult(() => {
-      this.eventLog.assertExecutionLease(this.bindSession(sessionId), fence);
-      return null;
+      const id = this.bindSession(sessionId);
+      if (!isOperationName(name)) throw invalidInput(`unknown session operation ${JSON.stringify(String(name).slice(0, 64))}`);
+      const host = this.#hosts[SESSION_OPERATIONS[name].host] as Record<OperationName, (sessionId: SessionId, input: unknown) => unknown>;
+      return host[name]!(id, input);
     });
-  }
-
-  async inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>> {
-    return toRpcResult(() => this.eventLog.inspectExecutionLease(this.bindSession(sessionId)));
-  }
-
-  async requiresExecutionLease(sessionId: string): Promise<RpcResult<boolean>> {
-    return toRpcResult(() => this.eventLog.requiresExecutionLease(this.bindSession(sessionId)));
   }
 
   // ---- RPC: the durability ledger and durable tool calls -------------------------------------
@@ -626,3 +608,27 @@ export class SessionObject
     this.#sockets.drop(ws);
   }
 }
+
+/**
+ * The positional RPC methods of the rows with `rpcArgs` (`acquireExecutionLease(sessionId,
+ * options)`...), installed on the prototype so that Workers RPC exposes them: each turns its
+ * arguments into the row's input and runs {@link SessionObject.operation}.
+ */
+function installPositionalOperations(prototype: SessionObject): void {
+  for (const [name, row] of Object.entries(SESSION_OPERATIONS)) {
+    if (!('rpcArgs' in row)) continue;
+    const toInput = row.rpcArgs as (...args: unknown[]) => unknown;
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      writable: true,
+      value: function (this: SessionObject, sessionId: string, ...args: unknown[]) {
+        return this.operation(sessionId, name, toInput(...args));
+      },
+    });
+  }
+}
+installPositionalOperations(SessionObject.prototype);
+
+// The methods installed above, for the compiler.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- the class declares them through installPositionalOperations
+export interface SessionObject extends SessionObjectPositionalRpc {}

@@ -31,3 +31,8 @@ export const MAX_JSON_DEPTH = 64;
 export const DEFAULT_STORE_TIMEOUT_MS = 15_000;
 /** Upper bound of any configured store deadline. */
 export const MAX_DURABLE_STORE_TIMEOUT_MS = 300_000;
+
+/** Shortest lease TTL a store accepts. */
+export const MIN_LEASE_TTL_MS = 10;
+/** Longest lease TTL a store accepts (one day). */
+export const MAX_LEASE_TTL_MS = 24 * 60 * 60 * 1000;

@@ -8,7 +8,9 @@
  *    with a compact receipt, from which the stored envelopes are rebuilt (`append-receipt.ts`).
  * 3. The envelope is unwrapped; a failure is rethrown as the original error class and code. A
  *    failed RPC transport is `DURABLE_EVENT_WRITE_FAILED` for an append (outcome unknown) and
- *    `DURABLE_EVENT_UNAVAILABLE` otherwise.
+ *    `DURABLE_EVENT_UNAVAILABLE` otherwise; the lease calls are rows of `SESSION_OPERATIONS`,
+ *    run through `callOperation`, whose rule comes from the row (a lease write whose answer was
+ *    lost is `DURABLE_EXECUTION_LEASE_TIMEOUT` with its `leaseId`).
  * An `AbortSignal` cannot cross RPC: an aborted signal stops the call before it is sent, and an
  * abort while the call runs rejects at once (the object may still complete it; as with any
  * uncertain outcome, read the head before retrying an append).
@@ -52,6 +54,8 @@ import {
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
+import { callOperation } from './operation-client.js';
+import type { OperationInput, OperationName, OperationOutput } from '../../protocol/operations.js';
 
 /**
  * The part of `DurableObjectNamespace<SessionObject>` this store uses, kept structural so that
@@ -122,6 +126,18 @@ export class DurableObjectEventStore
     } finally {
       detach?.();
     }
+  }
+
+  /** Runs a row of `SESSION_OPERATIONS` on the session's object (see `operation-client.ts`). */
+  async #operation<N extends OperationName>(
+    signal: AbortSignal | undefined,
+    sessionId: SessionId,
+    name: N,
+    input: OperationInput<N>,
+  ): Promise<OperationOutput<N>> {
+    throwIfAborted(signal);
+    const id = checkSessionId(sessionId);
+    return callOperation(sessionObjectRpc(this.#namespace, id), id, name, input, signal);
   }
 
   /**
@@ -214,8 +230,8 @@ export class DurableObjectEventStore
   }
 
   acquireExecutionLease(sessionId: SessionId, options: DurableLeaseAcquireOptions): Promise<DurableExecutionLeaseRecord> {
-    const request = { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs };
-    return this.#call(options.signal, sessionId, (stub, id) => stub.acquireExecutionLease(id, request));
+    const input = { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs };
+    return this.#operation(options.signal, sessionId, 'acquireExecutionLease', input);
   }
 
   renewExecutionLease(
@@ -223,36 +239,23 @@ export class DurableObjectEventStore
     fence: DurableExecutionFence,
     options: DurableLeaseRenewOptions,
   ): Promise<DurableExecutionLeaseRecord> {
-    return this.#call(options.signal, sessionId, (stub, id) =>
-      stub.renewExecutionLease(id, plainFence(fence), { ttlMs: options.ttlMs }),
-    );
+    return this.#operation(options.signal, sessionId, 'renewExecutionLease', { fence: plainFence(fence), ttlMs: options.ttlMs });
   }
 
-  async releaseExecutionLease(
-    sessionId: SessionId,
-    fence: DurableExecutionFence,
-    options?: DurableStoreCallOptions,
-  ): Promise<void> {
-    await this.#call<null>(options?.signal, sessionId, (stub, id) => stub.releaseExecutionLease(id, plainFence(fence)));
+  async releaseExecutionLease(sessionId: SessionId, fence: DurableExecutionFence, options?: DurableStoreCallOptions): Promise<void> {
+    await this.#operation(options?.signal, sessionId, 'releaseExecutionLease', { fence: plainFence(fence) });
   }
 
-  async assertExecutionLease(
-    sessionId: SessionId,
-    fence: DurableExecutionFence,
-    options?: DurableStoreCallOptions,
-  ): Promise<void> {
-    await this.#call<null>(options?.signal, sessionId, (stub, id) => stub.assertExecutionLease(id, plainFence(fence)));
+  async assertExecutionLease(sessionId: SessionId, fence: DurableExecutionFence, options?: DurableStoreCallOptions): Promise<void> {
+    await this.#operation(options?.signal, sessionId, 'assertExecutionLease', { fence: plainFence(fence) });
   }
 
-  inspectExecutionLease(
-    sessionId: SessionId,
-    options?: DurableStoreCallOptions,
-  ): Promise<DurableExecutionLeaseRecord | null> {
-    return this.#call(options?.signal, sessionId, (stub, id) => stub.inspectExecutionLease(id));
+  inspectExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableExecutionLeaseRecord | null> {
+    return this.#operation(options?.signal, sessionId, 'inspectExecutionLease', {});
   }
 
   requiresExecutionLease(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<boolean> {
-    return this.#call(options?.signal, sessionId, (stub, id) => stub.requiresExecutionLease(id));
+    return this.#operation(options?.signal, sessionId, 'requiresExecutionLease', {});
   }
 
   /**

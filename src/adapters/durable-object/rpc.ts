@@ -7,12 +7,7 @@
  * with {@link unwrapRpcResult} (which uses `durableErrorFromJson`). The Worker routes and
  * `DurableObjectEventStore` both program against {@link SessionObjectRpc}.
  */
-import type {
-  DurableAppendResult,
-  DurableExecutionFence,
-  DurableExecutionLeaseRecord,
-  DurableReadResult,
-} from '../../core/store.js';
+import type { DurableAppendResult, DurableExecutionFence, DurableReadResult } from '../../core/store.js';
 import {
   DurableError,
   DurableEventStoreError,
@@ -21,6 +16,7 @@ import {
 } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, WorkerId } from '../../protocol/ids.js';
+import type { OperationOutput, PositionalArgs, PositionalOperationName } from '../../protocol/operations.js';
 
 /** Outcome of one RPC call: a value, or a domain error in its wire form. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: DurableErrorJson };
@@ -71,6 +67,22 @@ export interface RpcWaitResult {
   headSequence: EventSequence | null;
 }
 
+/**
+ * The object's one RPC entry for the rows of `SESSION_OPERATIONS`: runs operation `name` with
+ * `input` on the row's host. Call it through `callOperation` (`operation-client.ts`).
+ */
+export interface SessionObjectOperationRpc {
+  operation(sessionId: string, name: string, input: unknown): Promise<RpcResult<unknown>>;
+}
+
+/**
+ * The positional RPC methods derived from the rows with `rpcArgs` (e.g.
+ * `acquireExecutionLease(sessionId, options)`): each runs its row through `operation`.
+ */
+export type SessionObjectPositionalRpc = {
+  [N in PositionalOperationName]: (sessionId: string, ...args: PositionalArgs<N>) => Promise<RpcResult<OperationOutput<N>>>;
+};
+
 /** Longest `waitMs` the object accepts for one long poll. */
 export const MAX_WAIT_FOR_EVENTS_MS = 30_000;
 
@@ -79,7 +91,7 @@ export const MAX_WAIT_FOR_EVENTS_MS = 30_000;
  * means; the object serves exactly one session and refuses any other with
  * `DURABLE_EVENT_INVALID_INPUT`.
  */
-export interface SessionObjectRpc {
+export interface SessionObjectRpc extends SessionObjectOperationRpc, SessionObjectPositionalRpc {
   append(
     sessionId: string,
     drafts: readonly DurableEventDraft[],
@@ -99,16 +111,6 @@ export interface SessionObjectRpc {
    * or after `waitMs` (0..{@link MAX_WAIT_FOR_EVENTS_MS}) with the unchanged head.
    */
   waitForEvents(sessionId: string, after: number | null, waitMs: number): Promise<RpcResult<RpcWaitResult>>;
-  acquireExecutionLease(sessionId: string, options: RpcLeaseAcquireOptions): Promise<RpcResult<DurableExecutionLeaseRecord>>;
-  renewExecutionLease(
-    sessionId: string,
-    fence: DurableExecutionFence,
-    options: { ttlMs: number },
-  ): Promise<RpcResult<DurableExecutionLeaseRecord>>;
-  releaseExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>>;
-  assertExecutionLease(sessionId: string, fence: DurableExecutionFence): Promise<RpcResult<null>>;
-  inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>>;
-  requiresExecutionLease(sessionId: string): Promise<RpcResult<boolean>>;
 }
 
 /** A success envelope. */

@@ -7,7 +7,9 @@
  * failures as the original error classes with their codes. A call that fails in transit (object
  * reset, overload) throws the error of an uncertain outcome:
  * - `commit` / `recover` mutations: `DurableCommandOutcomeUnknownError` (resubmit the same command);
- * - other writes (`append`, leases, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
+ * - lease writes (`acquireExecutionLease`, renew, release, assert): `DURABLE_EXECUTION_LEASE_TIMEOUT`
+ *   with the `leaseId` (the rule of their rows in `SESSION_OPERATIONS`, see `operation-client.ts`);
+ * - other writes (`append`, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
  * - reads: `DURABLE_EVENT_UNAVAILABLE`.
  *
  * Runtime-neutral (no `cloudflare:*`): the namespace is structural.
@@ -25,6 +27,8 @@ import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
+import { callOperation } from './operation-client.js';
+import { isOperationName, SESSION_OPERATIONS, type OperationSpec } from '../../protocol/operations.js';
 
 /** Every RPC method of the session object. */
 type SessionObjectRpcMethods = SessionObjectRpc &
@@ -58,9 +62,6 @@ export type SessionObjectClient = {
 const WRITES = new Set<string>([
   'append',
   'appendJson',
-  'acquireExecutionLease',
-  'renewExecutionLease',
-  'releaseExecutionLease',
   'recordDurability',
   'startToolCall',
   'runToolCall',
@@ -109,6 +110,11 @@ export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: 
   const call =
     (method: string) =>
     async (...args: unknown[]): Promise<unknown> => {
+      if (isOperationName(method)) {
+        const row: OperationSpec = SESSION_OPERATIONS[method];
+        const input = row.rpcArgs === undefined ? args[0] : (row.rpcArgs as (...a: unknown[]) => unknown)(...args);
+        return callOperation(stub, sessionId, method, input as never);
+      }
       let result: unknown;
       try {
         // A member call: on a Workers RPC stub, `stub[method].call(...)` would name a remote `call`.

@@ -53,7 +53,14 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
-import { commandFailures, isRecord, leaseFailures, malformed, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
+import { commandFailures, isRecord, malformed, operationFailures, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
+import {
+  SESSION_OPERATIONS,
+  type OperationInput,
+  type OperationName,
+  type OperationOutput,
+  type OperationSpec,
+} from '../../protocol/operations.js';
 import { HTTP_PATHS, recoveryPathTemplate } from '../../protocol/http-paths.js';
 import { RECOVERY_OPERATIONS, isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';
@@ -347,82 +354,33 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     );
   }
 
-  async acquireExecutionLease(
-    sessionId: SessionId,
-    options: DurableLeaseAcquireOptions,
-  ): Promise<DurableExecutionLeaseRecord> {
-    const id = checkSessionId(sessionId);
-    const leaseId = typeof options.leaseId === 'string' ? options.leaseId : undefined;
-    return this.#leaseRecord(
-      await this.#request({
-        method: 'POST',
-        path: sessionPath(HTTP_PATHS.leaseAcquire, id),
-        body: { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs },
-        signal: options.signal,
-        failures: leaseFailures('acquireExecutionLease', leaseId),
-      }),
-      'acquireExecutionLease',
-    );
+  acquireExecutionLease(sessionId: SessionId, options: DurableLeaseAcquireOptions): Promise<DurableExecutionLeaseRecord> {
+    const input = { ownerId: options.ownerId, leaseId: options.leaseId, ttlMs: options.ttlMs };
+    return this.#operation('acquireExecutionLease', sessionId, input, options.signal);
   }
 
-  async renewExecutionLease(
+  renewExecutionLease(
     sessionId: SessionId,
     fence: DurableExecutionFence,
     options: DurableLeaseRenewOptions,
   ): Promise<DurableExecutionLeaseRecord> {
-    const id = checkSessionId(sessionId);
-    return this.#leaseRecord(
-      await this.#request({
-        method: 'POST',
-        path: sessionPath(HTTP_PATHS.leaseRenew, id),
-        body: { fence, ttlMs: options.ttlMs },
-        signal: options.signal,
-        failures: leaseFailures('renewExecutionLease', fence?.leaseId),
-      }),
-      'renewExecutionLease',
-    );
+    return this.#operation('renewExecutionLease', sessionId, { fence, ttlMs: options.ttlMs }, options.signal);
   }
 
-  async releaseExecutionLease(
-    sessionId: SessionId,
-    fence: DurableExecutionFence,
-    options: DurableStoreCallOptions = {},
-  ): Promise<void> {
-    const id = checkSessionId(sessionId);
-    await this.#request({
-      method: 'POST',
-      path: sessionPath(HTTP_PATHS.leaseRelease, id),
-      body: { fence },
-      signal: options.signal,
-      failures: leaseFailures('releaseExecutionLease', fence?.leaseId),
-    });
+  async releaseExecutionLease(sessionId: SessionId, fence: DurableExecutionFence, options: DurableStoreCallOptions = {}): Promise<void> {
+    await this.#operation('releaseExecutionLease', sessionId, { fence }, options.signal);
   }
 
-  async assertExecutionLease(
-    sessionId: SessionId,
-    fence: DurableExecutionFence,
-    options: DurableStoreCallOptions = {},
-  ): Promise<void> {
-    const id = checkSessionId(sessionId);
-    await this.#request({
-      method: 'POST',
-      path: sessionPath(HTTP_PATHS.leaseAssert, id),
-      body: { fence },
-      signal: options.signal,
-      failures: leaseFailures('assertExecutionLease', fence?.leaseId),
-    });
+  async assertExecutionLease(sessionId: SessionId, fence: DurableExecutionFence, options: DurableStoreCallOptions = {}): Promise<void> {
+    await this.#operation('assertExecutionLease', sessionId, { fence }, options.signal);
   }
 
-  async inspectExecutionLease(
-    sessionId: SessionId,
-    options: DurableStoreCallOptions = {},
-  ): Promise<DurableExecutionLeaseRecord | null> {
-    const state = await this.#leaseState(sessionId, options.signal, 'inspectExecutionLease');
-    return state.lease === null ? null : this.#leaseRecord(state.lease, 'inspectExecutionLease');
+  async inspectExecutionLease(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<DurableExecutionLeaseRecord | null> {
+    return (await this.#operation('leaseState', sessionId, {}, options.signal, 'inspectExecutionLease')).lease;
   }
 
   async requiresExecutionLease(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<boolean> {
-    return (await this.#leaseState(sessionId, options.signal, 'requiresExecutionLease')).requiresExecutionLease;
+    return (await this.#operation('leaseState', sessionId, {}, options.signal, 'requiresExecutionLease')).requiresExecutionLease;
   }
 
   /**
@@ -493,30 +451,36 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
     return result as unknown as RecoveryResults[O];
   }
 
-  async #leaseState(
+  /**
+   * Runs a row of `SESSION_OPERATIONS` through its route: the input as the JSON body (`POST`) or
+   * the query string (`GET`), the answer checked with the row's schema, failures by the row's kind.
+   */
+  async #operation<N extends OperationName>(
+    name: N,
     sessionId: SessionId,
+    input: OperationInput<N>,
     signal: AbortSignal | undefined,
-    what: string,
-  ): Promise<{ lease: unknown; requiresExecutionLease: boolean }> {
+    what: string = name,
+  ): Promise<OperationOutput<N>> {
     const id = checkSessionId(sessionId);
+    const row: OperationSpec = SESSION_OPERATIONS[name];
+    const http = row.http;
+    if (http === undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `${name} has no HTTP route`);
+    const query: Record<string, string> = {};
+    if (http.method === 'get') {
+      for (const [key, value] of Object.entries(input as object)) if (value !== undefined) query[key] = String(value);
+    }
     const result = await this.#request({
-      method: 'GET',
-      path: sessionPath(HTTP_PATHS.lease, id),
+      method: http.method === 'get' ? 'GET' : 'POST',
+      path: sessionPath(http.path, id),
+      ...(http.method === 'get' ? (Object.keys(query).length === 0 ? {} : { query }) : { body: input }),
       signal,
-      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', what),
+      failures: operationFailures(name, input, what),
     });
-    if (!isRecord(result) || typeof result['requiresExecutionLease'] !== 'boolean' || !('lease' in result)) {
-      throw malformed(what);
-    }
-    return { lease: result['lease'], requiresExecutionLease: result['requiresExecutionLease'] };
-  }
-
-  #leaseRecord(value: unknown, what: string): DurableExecutionLeaseRecord {
-    if (!isRecord(value) || typeof value['fencingToken'] !== 'number' || typeof value['leaseId'] !== 'string') {
-      throw malformed(what);
-    }
-    // SAFETY: shape checked above; the Worker sends the object's lease record unchanged.
-    return value as unknown as DurableExecutionLeaseRecord;
+    const answer = (http.answer?.schema ?? row.output).safeParse(result);
+    if (!answer.success) throw malformed(what);
+    // SAFETY: checked with the row's own output (or answer) schema just above.
+    return (http.answer === undefined ? answer.data : http.answer.toOutput(answer.data)) as OperationOutput<N>;
   }
 
   #url(path: string, query?: Record<string, string>): URL {

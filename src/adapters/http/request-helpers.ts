@@ -9,6 +9,7 @@ import {
   type DurableError,
 } from '../../protocol/errors.js';
 import { httpPath } from '../../protocol/http-paths.js';
+import { SESSION_OPERATIONS, type OperationName, type OperationSpec } from '../../protocol/operations.js';
 import type { SessionId } from '../../protocol/ids.js';
 
 /** How a call reports the failures that leave its outcome unknown. */
@@ -57,6 +58,15 @@ export function leaseFailures(what: string, leaseId: string | undefined): Failur
     transport: (cause) => make('the request failed in transit; the outcome is unknown', cause),
     timeout: () => make('no answer within the deadline'),
   };
+}
+
+/** Failures of a session operation, by its row's kind (as `operationOutcomeUnknown` over RPC). */
+export function operationFailures(name: OperationName, input: unknown, what: string = name): FailureKinds {
+  const row: OperationSpec = SESSION_OPERATIONS[name];
+  if (row.kind === 'read') return storeFailures('DURABLE_EVENT_UNAVAILABLE', what);
+  if (row.kind === 'command') return commandFailures(what, isRecord(input) ? input['commandId'] : undefined);
+  if (row.leaseIdOf !== undefined) return leaseFailures(what, row.leaseIdOf(input));
+  return storeFailures('DURABLE_EVENT_WRITE_FAILED', what);
 }
 
 /**

@@ -1,0 +1,68 @@
+/**
+ * The lease operations of the session object (rows with `host: 'lease'` of `SESSION_OPERATIONS`),
+ * over the object's event log, whose one transaction checks fences with every append.
+ *
+ * Input over RPC is an untrusted shape: each method passes it on and the log engine checks the
+ * fields it uses (owner, lease id, TTL, fence), with the lease error codes.
+ */
+import type { SqlEventLog } from '../adapters/sql/sql-event-log.js';
+import type { DurableExecutionFence, DurableLeaseAcquireOptions } from '../core/store.js';
+import type { SessionId } from '../protocol/ids.js';
+import type { OperationHosts, OperationInput, OperationOutput } from '../protocol/operations.js';
+
+/** Only the three fence fields reach the engine (a lease record or a caller's object carries more). */
+function fenceOf(input: unknown): DurableExecutionFence {
+  const fence = typeof input === 'object' && input !== null ? (input as { fence?: unknown }).fence : undefined;
+  if (typeof fence !== 'object' || fence === null) {
+    // SAFETY: the engine refuses a missing fence with DURABLE_EXECUTION_LEASE_INVALID.
+    return fence as unknown as DurableExecutionFence;
+  }
+  const { leaseId, ownerId, fencingToken } = fence as DurableExecutionFence;
+  return { leaseId, ownerId, fencingToken };
+}
+
+function fieldOf(input: unknown, key: string): unknown {
+  return typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[key] : undefined;
+}
+
+/** Serves the lease rows; `afterRelease` runs after a release (a parked agent may go on). */
+export class LeaseHost implements Readonly<OperationHosts['lease']> {
+  constructor(
+    private readonly log: () => SqlEventLog,
+    private readonly afterRelease: () => void,
+  ) {}
+
+  acquireExecutionLease(sessionId: SessionId, input: OperationInput<'acquireExecutionLease'>): OperationOutput<'acquireExecutionLease'> {
+    const request = { ownerId: fieldOf(input, 'ownerId'), leaseId: fieldOf(input, 'leaseId'), ttlMs: fieldOf(input, 'ttlMs') };
+    // SAFETY: the log engine validates ownerId, leaseId and ttlMs at run time.
+    return this.log().acquireExecutionLease(sessionId, request as DurableLeaseAcquireOptions);
+  }
+
+  renewExecutionLease(sessionId: SessionId, input: OperationInput<'renewExecutionLease'>): OperationOutput<'renewExecutionLease'> {
+    // SAFETY: the log engine validates the TTL at run time (an undefined TTL is refused).
+    return this.log().renewExecutionLease(sessionId, fenceOf(input), fieldOf(input, 'ttlMs') as number);
+  }
+
+  releaseExecutionLease(sessionId: SessionId, input: OperationInput<'releaseExecutionLease'>): null {
+    this.log().releaseExecutionLease(sessionId, fenceOf(input));
+    this.afterRelease();
+    return null;
+  }
+
+  assertExecutionLease(sessionId: SessionId, input: OperationInput<'assertExecutionLease'>): null {
+    this.log().assertExecutionLease(sessionId, fenceOf(input));
+    return null;
+  }
+
+  inspectExecutionLease(sessionId: SessionId): OperationOutput<'inspectExecutionLease'> {
+    return this.log().inspectExecutionLease(sessionId);
+  }
+
+  requiresExecutionLease(sessionId: SessionId): boolean {
+    return this.log().requiresExecutionLease(sessionId);
+  }
+
+  leaseState(sessionId: SessionId): OperationOutput<'leaseState'> {
+    return { lease: this.inspectExecutionLease(sessionId), requiresExecutionLease: this.requiresExecutionLease(sessionId) };
+  }
+}

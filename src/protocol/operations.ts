@@ -1,0 +1,347 @@
+/**
+ * The session operations: ONE table, runtime-neutral. Each row is one operation on a session's
+ * object; everything a transport needs is derived from the row:
+ * - the object's one RPC entry `operation(sessionId, name, input)` dispatches by name to the
+ *   row's host method (`src/edge/session-object.ts`, hosts typed by {@link OperationHosts}); a
+ *   row with `rpcArgs` also gets a positional RPC method of its name (`acquireExecutionLease(sessionId, options)`);
+ * - the one RPC client (`src/adapters/durable-object/operation-client.ts`) used by the Worker's
+ *   routes, `sessionClient` and `DurableObjectEventStore`: a transport failure is reported by the
+ *   row's kind ({@link operationOutcomeUnknown});
+ * - the Worker route, its validation, OpenAPI entry and route-table line (`src/app/routes/operations.ts`);
+ * - the HTTP client's call (`HttpDurableEventStore`).
+ *
+ * Adding an operation: one row here and one method of the same name on its host (the compiler
+ * demands the method: see {@link OperationHosts}). `RECOVERY_OPERATIONS` is the same idea for the
+ * recovery coordinator; streaming routes (subscribe, long polls) stay hand-written.
+ */
+import { z } from 'zod';
+import {
+  DurableCommandOutcomeUnknownError,
+  DurableEventStoreError,
+  DurableExecutionLeaseTimeoutError,
+  type DurableError,
+  type DurableErrorCode,
+} from './errors.js';
+import { sessionIdSchema } from './events.js';
+import { HTTP_PATHS } from './http-paths.js';
+import { MAX_ID_LENGTH, isValidId, type FencingToken, type SessionId, type WorkerId } from './ids.js';
+import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from './limits.js';
+
+/**
+ * How a transport failure is reported: a `read` is unavailable (safe to retry), a `write` has an
+ * unknown outcome, a `command` (input with a `commandId`) has an unknown outcome to reconcile by
+ * resubmitting the same command.
+ */
+export type OperationKind = 'read' | 'write' | 'command';
+
+/** The part of the session object that serves a row (see {@link OperationHosts}). */
+export type OperationHostName = 'lease';
+
+/** The HTTP route of a row (`GET` takes the input as the query string, `POST` as the JSON body). */
+export interface OperationHttpSpec {
+  readonly method: 'get' | 'post';
+  readonly path: `/v1/sessions/{sessionId}${string}`;
+  /** The token scope the route needs (a `TokenScope` of `src/app/auth.ts`). */
+  readonly scope: string;
+  /** OpenAPI operationId when it is not the row's name. */
+  readonly operationId?: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly tags: readonly string[];
+  /** Domain codes the route may answer with. */
+  readonly errors: readonly DurableErrorCode[];
+  /** Code of an input that fails the schema (default `DURABLE_EVENT_INVALID_INPUT`). */
+  readonly inputErrorCode?: DurableErrorCode;
+  readonly responseDescription: string;
+  /** The response body when it is not the output itself, and the way back for the HTTP client. */
+  readonly answer?: { readonly schema: z.ZodType; fromOutput(output: unknown): unknown; toOutput(body: unknown): unknown };
+}
+
+/** One row of {@link SESSION_OPERATIONS}. */
+export interface OperationSpec {
+  readonly kind: OperationKind;
+  readonly host: OperationHostName;
+  /** The input (`z.strictObject({})` for none); validated by the route, and by the host over RPC. */
+  readonly input: z.ZodType;
+  readonly output: z.ZodType;
+  readonly http?: OperationHttpSpec;
+  /** Arguments after `sessionId` of the positional RPC method of the row's name, turned into the input. */
+  readonly rpcArgs?: (...args: never[]) => unknown;
+  /** A write whose outcome is unknown is a lease timeout carrying this `leaseId` (retry it to reconcile). */
+  readonly leaseIdOf?: (input: unknown) => string | undefined;
+}
+
+// ---- schemas shared with the HTTP API (re-exported by src/app/schemas.ts) ----------------------
+
+/** A lease owner (worker) id. */
+export const workerIdSchema = z.custom<WorkerId>((value) => isValidId(value), {
+  error: `WorkerId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
+});
+/** A caller-chosen lease acquisition id (same rules as any id). */
+export const leaseIdSchema = z.custom<string>((value) => isValidId(value), {
+  error: `leaseId must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
+});
+/** A fencing token (integer >= 1). */
+export const fencingTokenSchema = z.custom<FencingToken>(
+  (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
+  { error: 'fencingToken must be a safe integer >= 1' },
+);
+
+export const executionFenceSchema = z
+  .strictObject({
+    leaseId: leaseIdSchema,
+    ownerId: workerIdSchema,
+    fencingToken: fencingTokenSchema,
+    sessionId: sessionIdSchema.optional(),
+    acquiredAtMs: z.number().optional(),
+    expiresAtMs: z.number().optional(),
+    released: z.boolean().optional(),
+  })
+  .meta({
+    id: 'ExecutionFence',
+    description:
+      'The lease a fenced call must name: leaseId, ownerId and fencingToken. The LeaseRecord that acquire and renew answer is accepted as is (its other fields are ignored).',
+  });
+
+/** A fence as a caller passes it (only `leaseId`, `ownerId` and `fencingToken` are compared). */
+export type ExecutionFenceInput = z.output<typeof executionFenceSchema>;
+
+const ttlMsSchema = z.number().int().min(MIN_LEASE_TTL_MS).max(MAX_LEASE_TTL_MS);
+
+export const leaseAcquireRequestSchema = z
+  .strictObject({ ownerId: workerIdSchema, leaseId: leaseIdSchema, ttlMs: ttlMsSchema })
+  .meta({ id: 'LeaseAcquireRequest' });
+
+export const leaseRenewRequestSchema = z
+  .strictObject({ fence: executionFenceSchema, ttlMs: ttlMsSchema })
+  .meta({ id: 'LeaseRenewRequest' });
+
+export const leaseFenceRequestSchema = z.strictObject({ fence: executionFenceSchema }).meta({ id: 'LeaseFenceRequest' });
+
+export const leaseRecordSchema = z
+  .strictObject({
+    sessionId: sessionIdSchema,
+    leaseId: leaseIdSchema,
+    ownerId: workerIdSchema,
+    fencingToken: fencingTokenSchema,
+    acquiredAtMs: z.number(),
+    expiresAtMs: z.number(),
+    released: z.boolean(),
+  })
+  .meta({ id: 'LeaseRecord' });
+
+export const leaseInspectResponseSchema = z
+  .strictObject({ lease: leaseRecordSchema.nullable(), requiresExecutionLease: z.boolean() })
+  .meta({ id: 'LeaseInspectResponse' });
+
+export const okResponseSchema = z.strictObject({ ok: z.literal(true) }).meta({ id: 'OkResponse' });
+
+const noInput = z.strictObject({});
+
+/** `{ ok: true }` over HTTP for an operation whose output is `null`. */
+const OK_ANSWER = {
+  schema: okResponseSchema,
+  fromOutput: () => ({ ok: true as const }),
+  toOutput: () => null,
+};
+
+const leaseIdOfFence = (input: unknown): string | undefined => {
+  const fence = typeof input === 'object' && input !== null ? (input as { fence?: unknown }).fence : undefined;
+  const leaseId = typeof fence === 'object' && fence !== null ? (fence as { leaseId?: unknown }).leaseId : undefined;
+  return typeof leaseId === 'string' ? leaseId : undefined;
+};
+
+const LEASE_FENCE_ERRORS = ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_INVALID', 'DURABLE_EXECUTION_LEASE_TIMEOUT'] as const;
+
+/** Every session operation, by name. See the module header. */
+export const SESSION_OPERATIONS = {
+  acquireExecutionLease: {
+    kind: 'write',
+    host: 'lease',
+    input: leaseAcquireRequestSchema,
+    output: leaseRecordSchema,
+    rpcArgs: (options: z.output<typeof leaseAcquireRequestSchema>) => options,
+    leaseIdOf: (input) => {
+      const leaseId = typeof input === 'object' && input !== null ? (input as { leaseId?: unknown }).leaseId : undefined;
+      return typeof leaseId === 'string' ? leaseId : undefined;
+    },
+    http: {
+      method: 'post',
+      path: HTTP_PATHS.leaseAcquire,
+      scope: 'lease',
+      summary: 'Acquire the execution lease (or reconcile a retried acquisition)',
+      description:
+        'A takeover issues the next fencing token. Retrying with the same leaseId and ownerId while the lease is active returns the current record.',
+      tags: ['lease'],
+      errors: ['DURABLE_EXECUTION_LEASE_CONFLICT', 'DURABLE_EXECUTION_LEASE_INVALID', 'DURABLE_EXECUTION_LEASE_TIMEOUT'],
+      inputErrorCode: 'DURABLE_EXECUTION_LEASE_INVALID',
+      responseDescription: 'The lease now held.',
+    },
+  },
+  renewExecutionLease: {
+    kind: 'write',
+    host: 'lease',
+    input: leaseRenewRequestSchema,
+    output: leaseRecordSchema,
+    rpcArgs: (fence: ExecutionFenceInput, options: { ttlMs: number }) => ({
+      fence,
+      ttlMs: typeof options === 'object' && options !== null ? options.ttlMs : undefined,
+    }),
+    leaseIdOf: leaseIdOfFence,
+    http: {
+      method: 'post',
+      path: HTTP_PATHS.leaseRenew,
+      scope: 'lease',
+      summary: 'Heartbeat: extend the current lease',
+      tags: ['lease'],
+      errors: LEASE_FENCE_ERRORS,
+      inputErrorCode: 'DURABLE_EXECUTION_LEASE_INVALID',
+      responseDescription: 'The renewed lease.',
+    },
+  },
+  releaseExecutionLease: {
+    kind: 'write',
+    host: 'lease',
+    input: leaseFenceRequestSchema,
+    output: z.null(),
+    rpcArgs: (fence: ExecutionFenceInput) => ({ fence }),
+    leaseIdOf: leaseIdOfFence,
+    http: {
+      method: 'post',
+      path: HTTP_PATHS.leaseRelease,
+      scope: 'lease',
+      summary: 'Release the current lease (idempotent for its holder)',
+      tags: ['lease'],
+      errors: LEASE_FENCE_ERRORS,
+      inputErrorCode: 'DURABLE_EXECUTION_LEASE_INVALID',
+      responseDescription: 'Released.',
+      answer: OK_ANSWER,
+    },
+  },
+  assertExecutionLease: {
+    // Changes nothing, but a fence check whose answer is lost reports the lease timeout, as over HTTP.
+    kind: 'write',
+    host: 'lease',
+    input: leaseFenceRequestSchema,
+    output: z.null(),
+    rpcArgs: (fence: ExecutionFenceInput) => ({ fence }),
+    leaseIdOf: leaseIdOfFence,
+    http: {
+      method: 'post',
+      path: HTTP_PATHS.leaseAssert,
+      scope: 'lease',
+      summary: 'Check that a fence names the current active lease',
+      tags: ['lease'],
+      errors: ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_REQUIRED', 'DURABLE_EXECUTION_LEASE_INVALID'],
+      inputErrorCode: 'DURABLE_EXECUTION_LEASE_INVALID',
+      responseDescription: 'The fence is current.',
+      answer: OK_ANSWER,
+    },
+  },
+  inspectExecutionLease: {
+    kind: 'read',
+    host: 'lease',
+    input: noInput,
+    output: leaseRecordSchema.nullable(),
+    rpcArgs: () => ({}),
+  },
+  requiresExecutionLease: {
+    kind: 'read',
+    host: 'lease',
+    input: noInput,
+    output: z.boolean(),
+    rpcArgs: () => ({}),
+  },
+  leaseState: {
+    kind: 'read',
+    host: 'lease',
+    input: noInput,
+    output: leaseInspectResponseSchema,
+    http: {
+      method: 'get',
+      path: HTTP_PATHS.lease,
+      scope: 'lease',
+      operationId: 'inspectExecutionLease',
+      summary: 'The persisted lease state and whether appends must be fenced',
+      tags: ['lease'],
+      errors: ['DURABLE_EVENT_UNAVAILABLE'],
+      responseDescription: 'Lease state.',
+    },
+  },
+} as const satisfies Record<string, OperationSpec>;
+
+/** Any operation name. */
+export type OperationName = keyof typeof SESSION_OPERATIONS;
+/** The input of an operation (as its host receives it). */
+export type OperationInput<N extends OperationName> = z.output<(typeof SESSION_OPERATIONS)[N]['input']>;
+/** The output of an operation. */
+export type OperationOutput<N extends OperationName> = z.output<(typeof SESSION_OPERATIONS)[N]['output']>;
+
+/**
+ * What each host of the session object implements: one method per row it serves, named after the
+ * row, taking the bound session and the row's input. Input over RPC is an untrusted shape: the
+ * host checks it (the HTTP route has already validated it with the row's schema).
+ */
+export type OperationHosts = {
+  readonly [H in OperationHostName]: {
+    [N in OperationName as (typeof SESSION_OPERATIONS)[N]['host'] extends H ? N : never]: (
+      sessionId: SessionId,
+      input: OperationInput<N>,
+    ) => OperationOutput<N> | Promise<OperationOutput<N>>;
+  };
+};
+
+/** The rows that have a positional RPC method of their name. */
+export type PositionalOperationName = {
+  [N in OperationName]: (typeof SESSION_OPERATIONS)[N] extends { rpcArgs: unknown } ? N : never;
+}[OperationName];
+
+/** The arguments after `sessionId` of the positional RPC method of `N`. */
+export type PositionalArgs<N extends PositionalOperationName> = (typeof SESSION_OPERATIONS)[N] extends {
+  rpcArgs: (...args: infer A) => unknown;
+}
+  ? A
+  : never;
+
+/** True when `value` names an operation. */
+export function isOperationName(value: unknown): value is OperationName {
+  return typeof value === 'string' && Object.hasOwn(SESSION_OPERATIONS, value);
+}
+
+/** The row of an operation. */
+export function operationSpec(name: OperationName): OperationSpec {
+  return SESSION_OPERATIONS[name];
+}
+
+/** Every operation name, in table order. */
+export const OPERATION_NAMES = Object.freeze(Object.keys(SESSION_OPERATIONS) as OperationName[]);
+
+/**
+ * The error of a call to `name` whose answer never came (`what`: e.g. "the session object did not
+ * answer"), by the row's kind: a read is `DURABLE_EVENT_UNAVAILABLE`; a write whose row names a
+ * lease is `DURABLE_EXECUTION_LEASE_TIMEOUT` with the `leaseId` (retry it to reconcile), any
+ * other write `DURABLE_EVENT_WRITE_FAILED`; a command `DURABLE_COMMAND_OUTCOME_UNKNOWN` with its
+ * `commandId` (resubmit the same command).
+ */
+export function operationOutcomeUnknown(name: OperationName, input: unknown, what: string, cause: unknown): DurableError {
+  const row: OperationSpec = SESSION_OPERATIONS[name];
+  if (row.kind === 'read') return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${name}: ${what}`, { cause });
+  if (row.kind === 'command') {
+    const commandId = typeof input === 'object' && input !== null ? (input as { commandId?: unknown }).commandId : undefined;
+    const id = typeof commandId === 'string' ? commandId : '(unknown)';
+    return new DurableCommandOutcomeUnknownError(
+      `${name}: ${what}; the outcome of command ${id} is unknown (resubmit the same command to reconcile)`,
+      { cause, details: { commandId: id } },
+    );
+  }
+  if (row.leaseIdOf !== undefined) {
+    const leaseId = row.leaseIdOf(input);
+    return new DurableExecutionLeaseTimeoutError(`${name}: ${what}; the lease call outcome is unknown`, {
+      cause,
+      ...(leaseId === undefined ? {} : { leaseId }),
+    });
+  }
+  return new DurableEventStoreError('DURABLE_EVENT_WRITE_FAILED', `${name}: ${what}; the write may or may not have happened`, {
+    cause,
+  });
+}
