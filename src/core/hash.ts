@@ -21,7 +21,7 @@ export const INITIAL_HASH_STATE: RunningHashState = Object.freeze({ h1: 0xdeadbe
  * Feeds `text` (UTF-16 code units, one per round) into the lanes, then a separator step that
  * mixes in its length.
  */
-export function feedHash(state: RunningHashState, text: string): RunningHashState {
+function feedHash(state: RunningHashState, text: string): RunningHashState {
   let h1 = state.h1;
   let h2 = state.h2;
   for (let index = 0; index < text.length; index++) {
@@ -49,7 +49,7 @@ export function finishHash(state: RunningHashState): number {
  * The 48-bit value of the lanes, for key hashes: the same mixing as {@link finishHash}, 16 bits of
  * the second lane (a compact key run stores the low 32 bits and buckets by the top 16).
  */
-export function finishKeyHash(state: RunningHashState): number {
+function finishKeyHash(state: RunningHashState): number {
   return Math.floor(finishHash(state) / 32);
 }
 

@@ -19,9 +19,7 @@ export {
   type DurableCheckpointStore,
 } from './contract.js';
 export {
-  DEFAULT_CHECKPOINT_EVERY_BYTES,
   DEFAULT_CHECKPOINT_EVERY_EVENTS,
-  DEFAULT_CHECKPOINT_KEEP_COMMANDS,
   DEFAULT_CHECKPOINT_SPACING_DIVISOR,
   type DurableCheckpointPolicy,
   type DurableCheckpointWriteInfo,

@@ -68,9 +68,9 @@ export interface CheckpointSettings {
 }
 
 export const DEFAULT_CHECKPOINT_EVERY_EVENTS = 4096;
-export const DEFAULT_CHECKPOINT_EVERY_BYTES = 8 * 1024 * 1024;
+const DEFAULT_CHECKPOINT_EVERY_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_CHECKPOINT_SPACING_DIVISOR = 64;
-export const DEFAULT_CHECKPOINT_KEEP_COMMANDS = 1024;
+const DEFAULT_CHECKPOINT_KEEP_COMMANDS = 1024;
 
 function positive(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;

@@ -20,7 +20,7 @@
 import { hashKey, hashKeyBytes, hashKeyRange } from '../hash.js';
 
 /** Bits of a key hash (`hashKey`): values are integers in [0, 2^48). */
-export const KEY_HASH_BITS = 48;
+const KEY_HASH_BITS = 48;
 const KEY_HASH_LIMIT = 2 ** KEY_HASH_BITS;
 /** A compact run's buckets: the top 16 bits of a hash; it stores the low 32 bits. */
 export const COMPACT_BUCKETS = 65_536;
