@@ -11,7 +11,7 @@ import type {
   DurabilityRecord,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
+} from '../../core/durability/record-contract.js';
 import {
   buildDurabilityPage,
   checkDurabilityCursor,
@@ -21,13 +21,13 @@ import {
   planDurabilityRead,
   planDurabilityRecord,
   validateDurabilityDraft,
-} from '../../core/durability/ledger-engine.js';
+} from '../../core/durability/record-engine.js';
 import type { DurableStoreCallOptions } from '../../core/store.js';
 import { DurabilityError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { PostgresConnection } from './connection.js';
 import { isRetryableRollback, sqlState } from './driver.js';
-import { integer, readFailure, writeFailure } from './failures.js';
+import { integer, writeFailure } from './failures.js';
 import type { SessionWrites } from './session-writes.js';
 import type { PostgresStatements } from './statements.js';
 import type { PostgresWatchers } from './watchers.js';
@@ -118,12 +118,7 @@ export class PostgresDurability {
     const id = checkDurabilitySessionId(sessionId);
     const plan = planDurabilityRead(options);
     throwIfAborted(options?.signal);
-    let rows: RecordRow[];
-    try {
-      rows = await this.connection.query<RecordRow>(this.sql.readRecordPage, [id, plan.after ?? 0, plan.limit], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'durability read', options?.signal);
-    }
+    const rows = await this.connection.read<RecordRow>('durability read', this.sql.readRecordPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     const headValue = rows.length === 0 ? 0 : integer(rows[0]?.ledger_head, 'ledger_head');
     const head = headValue === 0 ? null : headValue;
     checkDurabilityCursor(plan.after, head);
