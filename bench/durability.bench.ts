@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { JsonlDurableEventStore, SqliteDurableEventStore } from '../src/advanced.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../src/core/durability/ledger-contract.js';
+import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../src/core/durability/record-contract.js';
 import { createDurabilityPort } from '../src/core/durability/port.js';
 import type { DurableEventStore } from '../src/core/store.js';
 import { RequestId, SessionId } from '../src/protocol/ids.js';

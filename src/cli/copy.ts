@@ -8,7 +8,7 @@
  * source record at the same ledger sequence. A store without the ledger API (the HTTP client) gets
  * the events only, which the report says.
  */
-import { isDurabilityLedgerStore, type DurabilityRecord, type DurabilityRecordDraft } from '../core/durability/ledger-contract.js';
+import { isDurabilityLedgerStore, type DurabilityRecord, type DurabilityRecordDraft } from '../core/durability/record-contract.js';
 import type { DurableEventStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../protocol/json.js';

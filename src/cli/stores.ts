@@ -13,7 +13,7 @@
  */
 import { existsSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import type { DurabilityLedgerStore } from '../core/durability/record-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import type { WebSocketConstructorLike } from '../adapters/http/websocket-watch.js';

@@ -36,7 +36,7 @@ import type { DurableEventStore } from '../core/store.js';
 import { DurableEventStoreError, isDurableError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
-import { checkLedgerLine } from '../adapters/node/jsonl/ledger-file.js';
+import { checkLedgerLine } from '../adapters/node/jsonl/durability-file.js';
 import { LineFile } from '../adapters/node/jsonl/line-file.js';
 import { checkLogLine, type LogLineProblem } from '../adapters/node/jsonl/session-file.js';
 import { EVENTS_DIRECTORY, logFileStem, sessionFileStem, sessionPaths } from '../adapters/node/jsonl/session-paths.js';

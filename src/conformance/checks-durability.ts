@@ -16,7 +16,7 @@
  * (with a `restart` control) and the port's replay over the backend (`checks-durability-port.ts`).
  * `durabilityWatchConformanceChecks` is for backends with `watchDurability`.
  */
-import type { DurabilityDeliveryDraft, DurabilityRecordDraft } from '../core/durability/ledger-contract.js';
+import type { DurabilityDeliveryDraft, DurabilityRecordDraft } from '../core/durability/record-contract.js';
 import { isIsoTimestamp } from '../protocol/timestamp.js';
 import {
   assert,

@@ -2,8 +2,8 @@
  * Helpers shared by the durability ledger checks: the store under test narrowed to the ledger
  * contract, whole-ledger reads, and fixture drafts.
  */
-import type { DurabilityLedgerStore, DurabilityRecord, DurabilityRecordDraft } from '../core/durability/ledger-contract.js';
-import { isDurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import type { DurabilityLedgerStore, DurabilityRecord, DurabilityRecordDraft } from '../core/durability/record-contract.js';
+import { isDurabilityLedgerStore } from '../core/durability/record-contract.js';
 import type { DurableEventStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import { fail } from './assertions.js';

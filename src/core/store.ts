@@ -190,7 +190,7 @@ export {
   MAX_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_RECORD_BYTES,
   MAX_DURABILITY_SCOPE_LENGTH,
-} from './durability/ledger-contract.js';
+} from './durability/record-contract.js';
 export type {
   DurabilityDeliveryDraft,
   DurabilityLedgerStore,
@@ -208,5 +208,5 @@ export type {
   DurabilityStepDraft,
   DurabilityWaitDraft,
   DurabilityWaitTimeoutDraft,
-} from './durability/ledger-contract.js';
+} from './durability/record-contract.js';
 import type { DurableStoreCallOptions } from './call-options.js';

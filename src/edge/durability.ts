@@ -44,8 +44,8 @@ import type {
 import { DEFAULT_AGENT_NAME, type SessionAgentMount } from '../adapters/durable-object/agent-rpc.js';
 import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { deliverDurably } from '../core/durability/deliver.js';
-import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
-import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/ledger-engine.js';
+import type { DurabilityRecord } from '../core/durability/record-contract.js';
+import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/record-engine.js';
 import { toolCallScope } from '../core/durability/scope.js';
 import { createDurabilityPort } from '../core/durability/port.js';
 import type { DurabilityPort } from '../core/durability/port-types.js';

@@ -8,7 +8,7 @@
  * dropped by the event path, and a progress frame is best effort (the ledger has the record).
  */
 import type { SubscriberDurabilityMessage } from '../adapters/durable-object/durability-rpc.js';
-import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../core/durability/record-contract.js';
 import { subscriberSocketsOf } from './sockets.js';
 
 /** Sends `record` to every subscribed socket of its session. */

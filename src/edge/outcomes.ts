@@ -10,8 +10,8 @@
  *    `getRun` reports.
  */
 import type { RunState, ToolCallState } from '../adapters/durable-object/durability-rpc.js';
-import type { DurabilityRecord } from '../core/durability/ledger-contract.js';
-import { durabilityIdentity } from '../core/durability/ledger-engine.js';
+import type { DurabilityRecord } from '../core/durability/record-contract.js';
+import { durabilityIdentity } from '../core/durability/record-engine.js';
 import type { JsonValue } from '../protocol/json.js';
 import type { ToolRunRow } from './runs.js';
 

@@ -55,7 +55,7 @@ import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../core/durability/ledger-contract.js';
+} from '../core/durability/record-contract.js';
 import { checkSessionId } from '../core/log-engine.js';
 import type {
   DurableAppendResult,

@@ -22,7 +22,7 @@
  * whose earliest row is no earlier than a remembered alarm still ahead makes no storage call.
  */
 import type { SqlDriver } from '../adapters/sql/driver.js';
-import { checkDurabilityKey } from '../core/durability/ledger-engine.js';
+import { checkDurabilityKey } from '../core/durability/record-engine.js';
 import { DurabilityError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';

@@ -7,7 +7,7 @@
  * writer and every command is pinned to the head the coordinator observed).
  */
 import { deliverDurably } from '../core/durability/deliver.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/record-contract.js';
 import { DurableSessionRecoveryCoordinator } from '../core/recovery/coordinator.js';
 import type { DurableModelOutcome, DurableToolOutcome } from '../core/recovery/coordinator-types.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';

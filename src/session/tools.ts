@@ -21,9 +21,9 @@
  * successor marks its retry). A lost lease writes nothing.
  */
 import { createDurabilityPort } from '../core/durability/port.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/ledger-contract.js';
+import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/record-contract.js';
 import type { DurabilityPort, DurabilityPortLike } from '../core/durability/port-types.js';
-import { checkDurabilityScope } from '../core/durability/ledger-validation.js';
+import { checkDurabilityScope } from '../core/durability/record-validation.js';
 import { toolCallScope } from '../core/durability/scope.js';
 import type { DurableCommandEventDraft } from '../core/journal/journal-options.js';
 import { entriesOf, ownEntry } from '../core/projector/frozen-data.js';

@@ -7,7 +7,7 @@ import type {
   DurabilityLedgerStore,
   DurabilityReadOptions,
   DurabilityReadResult,
-} from '../../src/core/durability/ledger-contract.js';
+} from '../../src/core/durability/record-contract.js';
 import { SessionId } from '../../src/protocol/ids.js';
 
 let nextSession = 0;

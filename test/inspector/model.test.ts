@@ -4,7 +4,7 @@
  * journals made by the projector tests' JournalBuilder.
  */
 import { describe, expect, it } from 'vitest';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import { DurableSessionProjector } from '../../src/core/projector/projector.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { rerunRepeats } from '../../src/inspector/model/fork.js';

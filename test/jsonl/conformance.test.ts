@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';

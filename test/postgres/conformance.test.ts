@@ -20,7 +20,7 @@ import {
   type DurabilityConformanceStore,
 } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
 import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
 const url = postgresUrl();

@@ -12,7 +12,7 @@ import {
   type DurabilityConformanceStore,
 } from '../../src/conformance/checks-durability.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
 import type { DurableEventStore } from '../../src/core/store.js';
 import { tempDir } from './helpers.js';
 

@@ -10,8 +10,8 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import { SQL_MIGRATIONS, SQL_SCHEMA_VERSION, readSchemaVersion } from '../../src/adapters/sql/schema.js';
 import type { SqlDurability } from '../../src/adapters/sql/sql-durability.js';
 import { SqlDurableEventStore } from '../../src/adapters/sql/sql-store.js';
-import type { DurabilityNotice } from '../../src/core/durability/ledger-contract.js';
-import { durabilityIdentity } from '../../src/core/durability/ledger-engine.js';
+import type { DurabilityNotice } from '../../src/core/durability/record-contract.js';
+import { durabilityIdentity } from '../../src/core/durability/record-engine.js';
 import { createDurabilityPort } from '../../src/core/durability/port.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { tempDir } from './helpers.js';

@@ -6,7 +6,7 @@
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import type { SessionObject } from '../../src/edge/session-object.js';
 import { RESUME_CHECK_MS } from '../../src/edge/durability.js';
 import {

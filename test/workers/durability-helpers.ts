@@ -12,7 +12,7 @@ import type {
   ToolCallAccepted,
 } from '../../src/adapters/durable-object/durability-rpc.js';
 import { unwrapRpcResult } from '../../src/adapters/durable-object/rpc.js';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import type { JsonValue } from '../../src/protocol/json.js';
 import type { SessionObject } from '../../src/edge/session-object.js';
 import type { UserTimer } from '../../src/edge/timers.js';

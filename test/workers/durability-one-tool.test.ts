@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentRequestAccepted } from '../../src/adapters/durable-object/agent-rpc.js';
 import type { RunState } from '../../src/adapters/durable-object/durability-rpc.js';
 import { unwrapRpcResult, type RpcResult } from '../../src/adapters/durable-object/rpc.js';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import { toolCallScope } from '../../src/core/durability/scope.js';
 import type { DurableReadResult } from '../../src/core/store.js';
 import { freshSession, ledger, objectOf, TEST_AGENT, until } from './durability-helpers.js';

@@ -14,7 +14,7 @@ import type {
   DurabilityRecord,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
+} from '../../core/durability/record-contract.js';
 import type { SubscriberDurabilityFrame } from '../../protocol/frames.js';
 import type { DeliveryReceipt } from '../../core/durability/port-types.js';
 import type { JsonValue } from '../../protocol/json.js';

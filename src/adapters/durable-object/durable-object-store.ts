@@ -22,8 +22,8 @@ import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
-import { validateDurabilityDraft } from '../../core/durability/ledger-engine.js';
+} from '../../core/durability/record-contract.js';
+import { validateDurabilityDraft } from '../../core/durability/record-engine.js';
 import { checkSessionId, validateDraftBatch } from '../../core/log-engine.js';
 import type {
   DurableAppendOptions,

@@ -59,7 +59,7 @@ import type {
   DurabilityRecord,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
+} from '../../core/durability/record-contract.js';
 import {
   buildDurabilityPage,
   checkDurabilityCursor,
@@ -69,7 +69,7 @@ import {
   planDurabilityRead,
   planDurabilityRecord,
   validateDurabilityDraft,
-} from '../../core/durability/ledger-engine.js';
+} from '../../core/durability/record-engine.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import type { DurableEventDraft, DurableEventEnvelope } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';

@@ -4,7 +4,7 @@
  * notices of this store's own commits (local listeners at once, other processes through NOTIFY,
  * batched per microtask).
  */
-import type { DurabilityListener } from '../../core/durability/ledger-contract.js';
+import type { DurabilityListener } from '../../core/durability/record-contract.js';
 import type { DurableAppendListener } from '../../core/store.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import type { PostgresConnection } from './connection.js';

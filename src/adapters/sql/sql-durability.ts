@@ -29,14 +29,14 @@ import {
   planDurabilityRead,
   planDurabilityRecord,
   validateDurabilityDraft,
-} from '../../core/durability/ledger-engine.js';
+} from '../../core/durability/record-engine.js';
 import type {
   DurabilityReadOptions,
   DurabilityReadResult,
   DurabilityRecord,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
+} from '../../core/durability/record-contract.js';
 import { DurabilityError, DurableError, DurableEventStoreError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { SqlDriver } from './driver.js';

@@ -27,8 +27,8 @@ import type {
   DurabilityRecord,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../core/durability/ledger-contract.js';
-import { checkDurabilitySessionId } from '../../core/durability/ledger-engine.js';
+} from '../../core/durability/record-contract.js';
+import { checkDurabilitySessionId } from '../../core/durability/record-engine.js';
 import { checkSessionId } from '../../core/log-engine.js';
 import type {
   DurableAppendListener,

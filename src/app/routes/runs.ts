@@ -19,9 +19,9 @@ import type {
   SessionObjectDurabilityRpc,
   ToolCallAccepted,
 } from '../../adapters/durable-object/durability-rpc.js';
-import { MAX_DURABILITY_READ_LIMIT } from '../../core/durability/ledger-contract.js';
-import { checkDurabilityKey } from '../../core/durability/ledger-engine.js';
-import type { DurabilityReadResult } from '../../core/durability/ledger-contract.js';
+import { MAX_DURABILITY_READ_LIMIT } from '../../core/durability/record-contract.js';
+import { checkDurabilityKey } from '../../core/durability/record-engine.js';
+import type { DurabilityReadResult } from '../../core/durability/record-contract.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { parsedJsonValueSchema } from '../../protocol/json.js';

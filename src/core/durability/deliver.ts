@@ -7,8 +7,8 @@
  * learn of it through the store's `watchDurability` or the host's `subscribe`).
  */
 import type { DurableStoreCallOptions } from '../call-options.js';
-import type { DurabilityLedgerStore } from './ledger-contract.js';
-import { checkDurabilitySessionId } from './ledger-engine.js';
+import type { DurabilityLedgerStore } from './record-contract.js';
+import { checkDurabilitySessionId } from './record-engine.js';
 import type { DeliveryInput, DeliveryReceipt } from './port-types.js';
 import { wakeLocalWaiters } from './store-local.js';
 

@@ -9,7 +9,7 @@ export {
   MAX_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_RECORD_BYTES,
   MAX_DURABILITY_SCOPE_LENGTH,
-} from './ledger-contract.js';
+} from './record-contract.js';
 export type {
   DurabilityDeliveryDraft,
   DurabilityLedgerStore,
@@ -27,7 +27,7 @@ export type {
   DurabilityStepDraft,
   DurabilityWaitDraft,
   DurabilityWaitTimeoutDraft,
-} from './ledger-contract.js';
+} from './record-contract.js';
 export {
   buildDurabilityPage,
   checkDurabilityCursor,
@@ -48,8 +48,8 @@ export {
   type DurabilityPlanInput,
   type DurabilityReadPlan,
   type DurabilityRecordExpectation,
-} from './ledger-engine.js';
-export { DurabilityLedgerView, type WaitDecision } from './ledger-view.js';
+} from './record-engine.js';
+export { DurabilityLedgerView, type WaitDecision } from './record-view.js';
 export { MAX_TIMER_INTERVAL_MS } from './local-wait.js';
 export { createDurabilityPort } from './port.js';
 export { deliverDurably } from './deliver.js';

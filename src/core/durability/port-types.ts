@@ -4,7 +4,7 @@
 import type { JsonValue } from '../../protocol/json.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { TimeSource } from '../time.js';
-import type { DurabilityLedgerStore } from './ledger-contract.js';
+import type { DurabilityLedgerStore } from './record-contract.js';
 
 /**
  * A host hook that wakes waiters when another process may have appended a delivery. The port

@@ -28,14 +28,14 @@ import {
   MAX_DURABILITY_READ_LIMIT,
   type DurabilityRecord,
   type DurabilityRecordKind,
-} from './ledger-contract.js';
+} from './record-contract.js';
 import {
   checkDurabilityKey,
   checkDurabilityScope,
   checkDurabilitySessionId,
   describeInvalidDeadline,
-} from './ledger-engine.js';
-import { DurabilityLedgerView, type WaitDecision } from './ledger-view.js';
+} from './record-engine.js';
+import { DurabilityLedgerView, type WaitDecision } from './record-view.js';
 import { MAX_TIMER_INTERVAL_MS, waitLocally, Waker } from './local-wait.js';
 import type {
   DeliveryInput,

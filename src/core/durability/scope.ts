@@ -5,7 +5,7 @@
  * `(runId, toolName, toolCallId)`, encoded as a JSON array so that no choice of IDs can make two
  * different tuples collide (`["a","b-c","d"]` is not `["a-b","c","d"]`).
  */
-import { checkDurabilityKey } from './ledger-engine.js';
+import { checkDurabilityKey } from './record-engine.js';
 
 /**
  * The scope of one mounted tool call. A replay must present the same three values to find the

@@ -9,7 +9,7 @@
  * 2. local waiters: `sessionId` -> wake functions, so a delivery written through this store
  *    object wakes this process's waiters at once, whether or not the store has `watchDurability`.
  */
-import type { DurabilityRecord } from './ledger-contract.js';
+import type { DurabilityRecord } from './record-contract.js';
 
 interface StoreLocalState {
   inFlight: Map<string, Promise<DurabilityRecord>>;

@@ -15,8 +15,8 @@
 import { DurabilityError } from '../../protocol/errors.js';
 import { describeInvalidId } from '../../protocol/ids.js';
 import { deliverDurably } from '../durability/deliver.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../durability/ledger-contract.js';
-import { checkDurabilityKey, checkDurabilitySessionId } from '../durability/ledger-engine.js';
+import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../durability/record-contract.js';
+import { checkDurabilityKey, checkDurabilitySessionId } from '../durability/record-engine.js';
 import { createDurabilityPort } from '../durability/port.js';
 import type { DurabilityPort, DurabilityPortLike } from '../durability/port-types.js';
 import { toolCallScope } from '../durability/scope.js';

@@ -10,7 +10,7 @@
  * stretches to `nowMs`. Times are `occurredAt` (domain time) for events and `recordedAt` for
  * ledger records.
  */
-import type { DurabilityRecord } from '../../core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../core/durability/record-contract.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 
 /** Most bars the inspector page draws (the latest ones), and what an inspection keeps. */

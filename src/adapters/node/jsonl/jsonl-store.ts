@@ -71,7 +71,7 @@ import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../../core/durability/ledger-contract.js';
+} from '../../../core/durability/record-contract.js';
 import {
   buildDurabilityPage,
   checkDurabilityCursor,
@@ -79,12 +79,12 @@ import {
   durabilityIdentity,
   planDurabilityRead,
   validateDurabilityDraft,
-} from '../../../core/durability/ledger-engine.js';
+} from '../../../core/durability/record-engine.js';
 import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { DurableEventDraft } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { runBounded, type CallState } from './bounded-call.js';
-import { ledgerHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './ledger-calls.js';
+import { ledgerHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './durability-calls.js';
 import { resolveJsonlOptions, type JsonlDurableEventStoreOptions } from './options.js';
 import {
   closeSessionHandle,

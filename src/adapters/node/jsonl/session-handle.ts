@@ -26,7 +26,7 @@ import { syncDirectorySync } from './directory-sync.js';
 import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
 import { GroupCommitQueue, type ReleaseLock } from './group-commit.js';
 import { LeaseFile } from './lease-file.js';
-import { SessionLedger } from './ledger-file.js';
+import { SessionLedger } from './durability-file.js';
 import { enterProcessQueue, tryEnterProcessQueue } from './process-queue.js';
 import { SessionLog } from './session-file.js';
 import { sessionPaths, type SessionPaths } from './session-paths.js';

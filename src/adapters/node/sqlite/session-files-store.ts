@@ -19,7 +19,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { checkDurabilitySessionId } from '../../../core/durability/ledger-validation.js';
+import { checkDurabilitySessionId } from '../../../core/durability/record-validation.js';
 import type {
   DurabilityLedgerStore,
   DurabilityListener,
@@ -27,7 +27,7 @@ import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../../core/durability/ledger-contract.js';
+} from '../../../core/durability/record-contract.js';
 import { checkSessionId } from '../../../core/log-engine.js';
 import type {
   DurableAppendListener,

@@ -14,8 +14,8 @@
  */
 import { DurabilityError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
-import type { DurabilityReadResult, DurabilityRecord, DurabilityRecordKind } from './ledger-contract.js';
-import { deliveryAddress, durabilityIdentity, parseDurabilityRecord } from './ledger-engine.js';
+import type { DurabilityReadResult, DurabilityRecord, DurabilityRecordKind } from './record-contract.js';
+import { deliveryAddress, durabilityIdentity, parseDurabilityRecord } from './record-engine.js';
 
 /** How a wait ended, as the ledger decides it. */
 export type WaitDecision =

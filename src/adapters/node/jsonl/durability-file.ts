@@ -17,8 +17,8 @@
 import {
   decodeDurabilityRecord,
   durabilityIdentity,
-} from '../../../core/durability/ledger-engine.js';
-import type { DurabilityRecord } from '../../../core/durability/ledger-contract.js';
+} from '../../../core/durability/record-engine.js';
+import type { DurabilityRecord } from '../../../core/durability/record-contract.js';
 import { DurabilityError } from '../../../protocol/errors.js';
 import type { SessionId } from '../../../protocol/ids.js';
 import { BatchIndex } from './batch-index.js';

@@ -27,7 +27,7 @@ import {
   type DurabilityRecord,
   type DurabilityRecordDraft,
   type DurabilityRecordResult,
-} from './ledger-contract.js';
+} from './record-contract.js';
 
 export {
   checkDurabilityKey,
@@ -40,7 +40,7 @@ export {
   parseDurabilityRecord,
   validateDurabilityDraft,
   type DurabilityRecordExpectation,
-} from './ledger-validation.js';
+} from './record-validation.js';
 
 function invalidInput(message: string, details?: Record<string, unknown>): DurabilityError {
   return new DurabilityError('DURABILITY_INVALID_INPUT', message, details === undefined ? undefined : { details });

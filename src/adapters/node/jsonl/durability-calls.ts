@@ -18,13 +18,13 @@ import type {
   DurabilityReadResult,
   DurabilityRecordDraft,
   DurabilityRecordResult,
-} from '../../../core/durability/ledger-contract.js';
+} from '../../../core/durability/record-contract.js';
 import {
   buildDurabilityPage,
   checkDurabilityCursor,
   planDurabilityRecord,
   type DurabilityReadPlan,
-} from '../../../core/durability/ledger-engine.js';
+} from '../../../core/durability/record-engine.js';
 import type { CallState } from './bounded-call.js';
 import type { SessionHandle } from './session-handle.js';
 

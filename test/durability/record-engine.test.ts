@@ -12,8 +12,8 @@ import {
   planDurabilityRead,
   planDurabilityRecord,
   validateDurabilityDraft,
-} from '../../src/core/durability/ledger-engine.js';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+} from '../../src/core/durability/record-engine.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import { everyKindDrafts, invalidDurabilityDrafts } from '../../src/conformance/durability-helpers.js';
 import { SessionId } from '../../src/protocol/ids.js';
 

@@ -16,7 +16,7 @@ import {
   MAX_DURABILITY_SCOPE_LENGTH,
   type DurabilityRecord,
   type DurabilityRecordDraft,
-} from './ledger-contract.js';
+} from './record-contract.js';
 
 // C0 controls, DEL and C1 controls.
 // eslint-disable-next-line no-control-regex

@@ -8,7 +8,7 @@
 import { appendFileSync, existsSync, readFileSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
-import type { DurabilityRecord } from '../../src/core/durability/ledger-contract.js';
+import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import { RequestId, SessionId } from '../../src/protocol/ids.js';
 import { finished, runFixture, startFixture, tempRoot, waitForLine } from './helpers.js';
 
