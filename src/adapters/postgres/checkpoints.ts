@@ -9,7 +9,7 @@ import { checkSessionId } from '../../core/log-engine.js';
 import type { DurableStoreCallOptions } from '../../core/store.js';
 import { EventSequence, type EventId, type SessionId } from '../../protocol/ids.js';
 import type { PostgresConnection } from './connection.js';
-import { integer, readFailure, writeFailure } from './failures.js';
+import { integer, writeFailure } from './failures.js';
 import type { PostgresStatements } from './statements.js';
 
 /** A row of `readCheckpoint`: the head, joined with one of its chunks (or none). */
@@ -33,12 +33,7 @@ export class PostgresCheckpoints {
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
     const id = checkSessionId(sessionId);
     throwIfAborted(options?.signal);
-    let rows: CheckpointRow[];
-    try {
-      rows = await this.connection.query(this.sql.readCheckpoint, [id], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'checkpoint read', options?.signal);
-    }
+    const rows = await this.connection.read<CheckpointRow>('checkpoint read', this.sql.readCheckpoint, [id], options?.signal);
     const head = rows[0];
     if (head === undefined) return null;
     const sequence = EventSequence(integer(head.sequence, 'checkpoint sequence'));

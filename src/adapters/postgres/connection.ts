@@ -7,6 +7,7 @@
 import { throwIfAborted } from '../../core/abort.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import { isConnectionLoss, runQuery, type PgPool, type PgPoolClient } from './driver.js';
+import { readFailure } from './failures.js';
 import { preparedStatementName } from './statements.js';
 
 /** Pooled connections that already carry the store's no-op 'error' listener. */
@@ -44,6 +45,15 @@ export class PostgresConnection {
   /** Runs one statement on a pooled connection, honouring `signal`. */
   async query<R extends object>(text: string, values: unknown[], signal?: AbortSignal): Promise<R[]> {
     return (await this.statement<R>(text, values, signal)).rows;
+  }
+
+  /** {@link query} for a read call: a failure is reported as `readFailure(error, what, signal)`. */
+  async read<R extends object>(what: string, text: string, values: unknown[], signal?: AbortSignal): Promise<R[]> {
+    try {
+      return await this.query<R>(text, values, signal);
+    } catch (error) {
+      throw readFailure(error, what, signal);
+    }
   }
 
   async statement<R extends object>(

@@ -8,7 +8,7 @@ import { checkSessionId } from '../../core/log-engine.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { PostgresConnection } from './connection.js';
-import { integer, readFailure } from './failures.js';
+import { integer } from './failures.js';
 import type { PostgresStatements } from './statements.js';
 
 /** The digests of events `after + 1 ..`, at most `limit` rows. */
@@ -24,11 +24,6 @@ export async function readEventDigests(
     throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'after must be an integer >= 0 and limit an integer >= 1');
   }
   throwIfAborted(options.signal);
-  let rows: Array<{ sequence: string; digest: string | null }>;
-  try {
-    rows = await connection.query(sql.readDigests, [id, after, Math.min(options.limit, 2 ** 31 - 1)], options.signal);
-  } catch (error) {
-    throw readFailure(error, 'digest read', options.signal);
-  }
+  const rows = await connection.read<{ sequence: string; digest: string | null }>('digest read', sql.readDigests, [id, after, Math.min(options.limit, 2 ** 31 - 1)], options.signal);
   return rows.map((row) => ({ sequence: integer(row.sequence, 'sequence'), digest: row.digest === null ? null : Number(row.digest) }));
 }

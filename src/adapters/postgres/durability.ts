@@ -27,7 +27,7 @@ import { DurabilityError } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { PostgresConnection } from './connection.js';
 import { isRetryableRollback, sqlState } from './driver.js';
-import { integer, readFailure, writeFailure } from './failures.js';
+import { integer, writeFailure } from './failures.js';
 import type { SessionWrites } from './session-writes.js';
 import type { PostgresStatements } from './statements.js';
 import type { PostgresWatchers } from './watchers.js';
@@ -118,12 +118,7 @@ export class PostgresDurability {
     const id = checkDurabilitySessionId(sessionId);
     const plan = planDurabilityRead(options);
     throwIfAborted(options?.signal);
-    let rows: RecordRow[];
-    try {
-      rows = await this.connection.query<RecordRow>(this.sql.readRecordPage, [id, plan.after ?? 0, plan.limit], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'durability read', options?.signal);
-    }
+    const rows = await this.connection.read<RecordRow>('durability read', this.sql.readRecordPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     const headValue = rows.length === 0 ? 0 : integer(rows[0]?.ledger_head, 'ledger_head');
     const head = headValue === 0 ? null : headValue;
     checkDurabilityCursor(plan.after, head);

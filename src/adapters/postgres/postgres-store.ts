@@ -124,19 +124,14 @@ export class PostgresDurableEventStore
     const clock = options.clock ?? Date.now;
     const listenConfig: PgClientConfig =
       options.listenConnectionString === undefined ? config : { connectionString: options.listenConnectionString };
+    const pollIntervalMs = checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000);
     this.#watchers = new PostgresWatchers(this.#connection, this.#sql, this.schema, options.notify ?? true, {
       pg,
       listenConfig,
-      pollIntervalMs: checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000),
-      probeTimeoutMs: checkMs(
-        'notifyProbeTimeoutMs',
-        options.notifyProbeTimeoutMs,
-        DEFAULT_POSTGRES_NOTIFY_PROBE_TIMEOUT_MS,
-        1,
-        300_000,
-      ),
+      pollIntervalMs,
+      probeTimeoutMs: checkMs('notifyProbeTimeoutMs', options.notifyProbeTimeoutMs, DEFAULT_POSTGRES_NOTIFY_PROBE_TIMEOUT_MS, 1, 300_000),
       retryMs: 5000,
-      safetyPollMs: 10 * checkMs('pollIntervalMs', options.pollIntervalMs, DEFAULT_POSTGRES_POLL_INTERVAL_MS, 1, 300_000),
+      safetyPollMs: 10 * pollIntervalMs,
     });
     const writes = new SessionWrites(this.#connection, this.#sql);
     this.#appends = new PostgresAppends(writes, this.#sql, this.#watchers, clock, options.testHooks ?? {});

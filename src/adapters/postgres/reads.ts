@@ -12,7 +12,7 @@ import { parseDurableEventEnvelope, type DurableEventEnvelope } from '../../prot
 import { EventSequence, type CommandId, type SessionId } from '../../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../../protocol/limits.js';
 import type { PostgresConnection } from './connection.js';
-import { integer, readFailure } from './failures.js';
+import { integer } from './failures.js';
 import type { PostgresStatements } from './statements.js';
 
 /** Where one command's events are, from the `command_id` index. */
@@ -47,12 +47,7 @@ export class PostgresEventReads {
     const id = checkSessionId(sessionId);
     const plan = planRead(options);
     throwIfAborted(options?.signal);
-    let rows: Array<{ head: string | null; sequence: string | null; body: string | null }>;
-    try {
-      rows = await this.connection.query(this.sql.readPage, [id, plan.after ?? 0, plan.limit], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'read', options?.signal);
-    }
+    const rows = await this.connection.read<{ head: string | null; sequence: string | null; body: string | null }>('read', this.sql.readPage, [id, plan.after ?? 0, plan.limit], options?.signal);
     const headRow = rows.find((row) => row.head !== null);
     const headValue = headRow === undefined ? 0 : integer(headRow.head, 'head');
     const head = headValue === 0 ? null : EventSequence(headValue);
@@ -94,12 +89,7 @@ export class PostgresEventReads {
   async getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
     const id = checkSessionId(sessionId);
     throwIfAborted(options?.signal);
-    let rows: Array<{ head: string }>;
-    try {
-      rows = await this.connection.query(this.sql.readHead, [id], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'head read', options?.signal);
-    }
+    const rows = await this.connection.read<{ head: string }>('head read', this.sql.readHead, [id], options?.signal);
     const head = rows.length === 0 ? 0 : integer(rows[0]?.head, 'head');
     return head === 0 ? null : EventSequence(head);
   }
@@ -107,12 +97,7 @@ export class PostgresEventReads {
   async findCommand(sessionId: SessionId, commandId: CommandId, options?: DurableStoreCallOptions): Promise<PostgresCommandRange | null> {
     const id = checkSessionId(sessionId);
     throwIfAborted(options?.signal);
-    let rows: Array<{ first: string | null; last: string | null; count: string }>;
-    try {
-      rows = await this.connection.query(this.sql.findCommand, [id, commandId], options?.signal);
-    } catch (error) {
-      throw readFailure(error, 'command lookup', options?.signal);
-    }
+    const rows = await this.connection.read<{ first: string | null; last: string | null; count: string }>('command lookup', this.sql.findCommand, [id, commandId], options?.signal);
     const row = rows[0];
     if (row === undefined || row.first === null || row.last === null) return null;
     return {
@@ -129,12 +114,7 @@ export class PostgresEventReads {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_READ_LIMIT) {
       throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `limit must be an integer in 1..${MAX_READ_LIMIT}`);
     }
-    let rows: Array<{ position: string; session_id: string; sequence: string; body: string }>;
-    try {
-      rows = await this.connection.query(this.sql.readGlobal, [after, limit], options.signal);
-    } catch (error) {
-      throw readFailure(error, 'global read', options.signal);
-    }
+    const rows = await this.connection.read<{ position: string; session_id: string; sequence: string; body: string }>('global read', this.sql.readGlobal, [after, limit], options.signal);
     const events = rows.map((row) => {
       const sequence = integer(row.sequence, 'sequence');
       // SAFETY: session IDs in the table were validated by `append`.
