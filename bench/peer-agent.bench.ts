@@ -80,8 +80,15 @@ function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
 
 async function start(): Promise<{ url: URL; bundleBytes: number; stop(): Promise<void> }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'peer-agent-bench-'));
-  const bundle = bundlePeerWorker(dir, PEER_AI);
-  const runtime = await startPeerRuntime(bundle, path.join(dir, 'do'));
+  let runtime: Awaited<ReturnType<typeof startPeerRuntime>>;
+  let bundle: ReturnType<typeof bundlePeerWorker>;
+  try {
+    bundle = bundlePeerWorker(dir, PEER_AI);
+    runtime = await startPeerRuntime(bundle, path.join(dir, 'do'));
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url: runtime.url,
     bundleBytes: bundle.bytes,
