@@ -22,7 +22,7 @@ import { checkpointRoutes } from './routes/checkpoints.js';
 import { eventRoutes } from './routes/events.js';
 import { inspectRoutes } from './routes/inspect.js';
 import { journalRoutes } from './routes/journal.js';
-import { leaseRoutes } from './routes/operations.js';
+import { eventOperationRoutes, leaseRoutes } from './routes/operations.js';
 import { metaRoutes } from './routes/meta.js';
 import { recoveryRoutes } from './routes/recovery.js';
 import { runRoutes } from './routes/runs.js';
@@ -43,6 +43,7 @@ export const ROUTE_GROUPS: readonly RouteGroup[] = [
   recoveryRoutes,
   agentRoutes,
   checkpointRoutes,
+  eventOperationRoutes,
   inspectRoutes,
 ];
 

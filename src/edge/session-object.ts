@@ -1,11 +1,11 @@
 /**
- * SessionObject: the Durable Object that owns one session's ledger.
+ * SessionObject: the Durable Object that owns one session's log.
  *
  * One object per session (`idFromName(sessionId)`), SQLite-backed. Its storage holds the event
  * log and the execution lease in the shared SQL schema, driven by the same `SqlEventLog` the Node
  * SQLite store uses, so compare-and-append and fence checks run inside one `transactionSync` (or
  * inside the one INSERT statement that is the whole write, see `singleWriter`). The object is the
- * session's single writer, so its ledger remembers the head and lease between calls; the
+ * session's single writer, so its log remembers the head and lease between calls; the
  * runtime's output gate holds every reply until the write it follows is durable.
  * `DurableObjectEventStore` appends through `appendJson` (drafts as JSON text, a compact receipt
  * back); the HTTP route through `append`.
@@ -21,7 +21,7 @@
  * - One mount (`sessionAgent()`, overridden by a subclass): a model and `defineTool` tools. The
  *   model calls the tools in agent requests (`agent-host.ts`); `startToolCall` runs one as a run
  *   (`durability.ts`). In both, `step` / `sleep` / `waitFor` write the session's durability
- *   ledger, and the object's alarm — shared through the `timers` table with the owner's
+ *   records, and the object's alarm — shared through the `timers` table with the owner's
  *   `scheduleTimer` / `onTimer` — resumes the work after an eviction.
  */
 import { DurableObject } from 'cloudflare:workers';
@@ -107,7 +107,7 @@ import type {
   SessionObjectAgentRpc,
 } from '../adapters/durable-object/agent-rpc.js';
 import { SessionAgentHost } from './agent-host.js';
-import { LeaseHost } from './lease-host.js';
+import { EventLogHost } from './log-host.js';
 import {
   isOperationName,
   SESSION_OPERATIONS,
@@ -431,7 +431,7 @@ export class SessionObject
 
   /** The hosts that serve the rows of `SESSION_OPERATIONS`, by the row's `host`. */
   readonly #hosts: OperationHosts = {
-    lease: new LeaseHost(
+    log: new EventLogHost(
       () => this.eventLog,
       // A parked agent may be able to go on now (its operator finished a recovery under the lease).
       () => this.#agent.afterRecovery(),
@@ -452,7 +452,7 @@ export class SessionObject
     });
   }
 
-  // ---- RPC: the durability ledger and durable tool calls -------------------------------------
+  // ---- RPC: the durability records and durable tool calls -------------------------------------
 
   async recordDurability(sessionId: string, draft: DurabilityRecordDraft): Promise<RpcResult<DurabilityRecordResult>> {
     return toRpcResult(() => this.#store.durability.record(this.bindSession(sessionId), draft));

@@ -34,6 +34,7 @@ export const HTTP_PATHS = {
   agentPermission: '/v1/sessions/{sessionId}/permissions/{permissionRequestId}',
   agentStatus: '/v1/sessions/{sessionId}/agent',
   checkpoint: '/v1/sessions/{sessionId}/checkpoint',
+  digests: '/v1/sessions/{sessionId}/digests',
 } as const;
 
 /** A route path template of {@link HTTP_PATHS}. */

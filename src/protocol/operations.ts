@@ -25,7 +25,7 @@ import {
 import { sessionIdSchema } from './events.js';
 import { HTTP_PATHS } from './http-paths.js';
 import { MAX_ID_LENGTH, isValidId, type FencingToken, type SessionId, type WorkerId } from './ids.js';
-import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from './limits.js';
+import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from './limits.js';
 
 /**
  * How a transport failure is reported: a `read` is unavailable (safe to retry), a `write` has an
@@ -35,7 +35,7 @@ import { MAX_LEASE_TTL_MS, MIN_LEASE_TTL_MS } from './limits.js';
 export type OperationKind = 'read' | 'write' | 'command';
 
 /** The part of the session object that serves a row (see {@link OperationHosts}). */
-export type OperationHostName = 'lease';
+export type OperationHostName = 'log';
 
 /** The HTTP route of a row (`GET` takes the input as the query string, `POST` as the JSON body). */
 export interface OperationHttpSpec {
@@ -138,6 +138,24 @@ export const okResponseSchema = z.strictObject({ ok: z.literal(true) }).meta({ i
 
 const noInput = z.strictObject({});
 
+/**
+ * Integer query parameter in `min..max`, decimal digits only. The host receives the number (the
+ * input type is the schema's output); RPC callers pass numbers, which the host checks itself.
+ */
+function integerQuery(min: number, max: number, label: string) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,15})$/, `${label} must be a decimal integer`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `${label} must be >= ${min}`).max(max, `${label} must be <= ${max}`));
+}
+
+export const eventDigestsResponseSchema = z
+  .strictObject({
+    digests: z.array(z.strictObject({ sequence: z.number().int().min(1), digest: z.number().int().nullable() })),
+  })
+  .meta({ id: 'EventDigests', description: 'The stored per-event content digests, in sequence order.' });
+
 /** `{ ok: true }` over HTTP for an operation whose output is `null`. */
 const OK_ANSWER = {
   schema: okResponseSchema,
@@ -157,7 +175,7 @@ const LEASE_FENCE_ERRORS = ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_L
 export const SESSION_OPERATIONS = {
   acquireExecutionLease: {
     kind: 'write',
-    host: 'lease',
+    host: 'log',
     input: leaseAcquireRequestSchema,
     output: leaseRecordSchema,
     rpcArgs: (options: z.output<typeof leaseAcquireRequestSchema>) => options,
@@ -180,7 +198,7 @@ export const SESSION_OPERATIONS = {
   },
   renewExecutionLease: {
     kind: 'write',
-    host: 'lease',
+    host: 'log',
     input: leaseRenewRequestSchema,
     output: leaseRecordSchema,
     rpcArgs: (fence: ExecutionFenceInput, options: { ttlMs: number }) => ({
@@ -201,7 +219,7 @@ export const SESSION_OPERATIONS = {
   },
   releaseExecutionLease: {
     kind: 'write',
-    host: 'lease',
+    host: 'log',
     input: leaseFenceRequestSchema,
     output: z.null(),
     rpcArgs: (fence: ExecutionFenceInput) => ({ fence }),
@@ -221,7 +239,7 @@ export const SESSION_OPERATIONS = {
   assertExecutionLease: {
     // Changes nothing, but a fence check whose answer is lost reports the lease timeout, as over HTTP.
     kind: 'write',
-    host: 'lease',
+    host: 'log',
     input: leaseFenceRequestSchema,
     output: z.null(),
     rpcArgs: (fence: ExecutionFenceInput) => ({ fence }),
@@ -240,21 +258,21 @@ export const SESSION_OPERATIONS = {
   },
   inspectExecutionLease: {
     kind: 'read',
-    host: 'lease',
+    host: 'log',
     input: noInput,
     output: leaseRecordSchema.nullable(),
     rpcArgs: () => ({}),
   },
   requiresExecutionLease: {
     kind: 'read',
-    host: 'lease',
+    host: 'log',
     input: noInput,
     output: z.boolean(),
     rpcArgs: () => ({}),
   },
   leaseState: {
     kind: 'read',
-    host: 'lease',
+    host: 'log',
     input: noInput,
     output: leaseInspectResponseSchema,
     http: {
@@ -266,6 +284,26 @@ export const SESSION_OPERATIONS = {
       tags: ['lease'],
       errors: ['DURABLE_EVENT_UNAVAILABLE'],
       responseDescription: 'Lease state.',
+    },
+  },
+  readEventDigests: {
+    kind: 'read',
+    host: 'log',
+    input: z.strictObject({
+      after: integerQuery(0, Number.MAX_SAFE_INTEGER, 'after').optional(),
+      limit: integerQuery(1, MAX_READ_LIMIT, 'limit').optional(),
+    }),
+    output: eventDigestsResponseSchema,
+    http: {
+      method: 'get',
+      path: HTTP_PATHS.digests,
+      scope: 'read',
+      summary: 'The stored content digest of each event after `after` (default 0), at most `limit` (default and maximum 1000)',
+      description:
+        'One row per stored event, in sequence order; `digest` is `eventDigest` of the event as written (null for rows written before storage schema 5). `agent-ledger verify` compares them with the events it reads.',
+      tags: ['events'],
+      errors: ['DURABLE_EVENT_INVALID_INPUT'],
+      responseDescription: 'The digests.',
     },
   },
 } as const satisfies Record<string, OperationSpec>;

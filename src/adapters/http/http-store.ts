@@ -24,6 +24,11 @@ import {
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
+import type {
+  DurableEventDigestReadOptions,
+  DurableEventDigestRow,
+  DurableEventDigestStore,
+} from '../../core/checkpoint/event-digest.js';
 import { decodeBase64Url, encodeBase64Url } from '../../protocol/base64url.js';
 import { DeadlineExceeded, withDeadline } from '../../core/abort.js';
 import { isTimeSource, systemTime, type TimeSource } from '../../core/time.js';
@@ -51,7 +56,7 @@ import type {
 import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
-import { MAX_DURABLE_STORE_TIMEOUT_MS } from '../../protocol/limits.js';
+import { MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
 import { commandFailures, isRecord, malformed, operationFailures, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
 import {
@@ -143,7 +148,9 @@ interface RequestSpec {
  * const store = new HttpDurableEventStore({ baseUrl: 'https://ledger.example.com', token, WebSocket });
  * const journal = await DurableSessionJournal.open(store, SessionId('session-1'));
  */
-export class HttpDurableEventStore implements DurableEventStore, DurableExecutionLeaseStore, DurableCheckpointStore {
+export class HttpDurableEventStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurableCheckpointStore, DurableEventDigestStore
+{
   /** Push notifications over a WebSocket; absent when no WebSocket constructor is available. */
   readonly watch?: (sessionId: SessionId, listener: DurableAppendListener) => () => void;
 
@@ -381,6 +388,28 @@ export class HttpDurableEventStore implements DurableEventStore, DurableExecutio
 
   async requiresExecutionLease(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<boolean> {
     return (await this.#operation('leaseState', sessionId, {}, options.signal, 'requiresExecutionLease')).requiresExecutionLease;
+  }
+
+  /**
+   * The stored per-event digests of the session (`GET .../digests`, pages of at most 1,000 rows),
+   * so `agent-ledger verify` over a Worker URL checks every event, not only up to the checkpoint.
+   */
+  async readEventDigests(sessionId: SessionId, options: DurableEventDigestReadOptions): Promise<DurableEventDigestRow[]> {
+    const { limit, after = 0 } = options;
+    if (!Number.isSafeInteger(after) || after < 0 || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', 'after must be an integer >= 0 and limit an integer >= 1');
+    }
+    const rows: DurableEventDigestRow[] = [];
+    let cursor = after;
+    while (rows.length < limit) {
+      const input = { after: cursor, limit: Math.min(limit - rows.length, MAX_READ_LIMIT) };
+      const { digests } = await this.#operation('readEventDigests', sessionId, input, options.signal);
+      rows.push(...digests);
+      const last = digests[digests.length - 1];
+      if (last === undefined || digests.length < input.limit) break;
+      cursor = last.sequence;
+    }
+    return rows;
   }
 
   /**

@@ -9,7 +9,6 @@ import { callOperation } from '../../adapters/durable-object/operation-client.js
 import {
   OPERATION_NAMES,
   SESSION_OPERATIONS,
-  type OperationHostName,
   type OperationName,
   type OperationSpec,
 } from '../../protocol/operations.js';
@@ -50,13 +49,16 @@ function operationRoute(name: OperationName): RouteDefinition {
   });
 }
 
-/** The routes of the rows served by `host` that have one, in table order. */
-export function operationRoutes(host: OperationHostName): RouteDefinition[] {
+/** The routes of the rows whose first tag is `tag`, in table order. */
+export function operationRoutes(tag: string): RouteDefinition[] {
   return OPERATION_NAMES.filter((name) => {
     const row: OperationSpec = SESSION_OPERATIONS[name];
-    return row.host === host && row.http !== undefined;
+    return row.http?.tags[0] === tag;
   }).map(operationRoute);
 }
 
 /** Execution-lease routes: acquire, renew (heartbeat), release, assert, inspect. */
 export const leaseRoutes = (): RouteDefinition[] => operationRoutes('lease');
+
+/** Event-log reads of the table (the per-event digests); the streaming event routes are in `events.ts`. */
+export const eventOperationRoutes = (): RouteDefinition[] => operationRoutes('events');

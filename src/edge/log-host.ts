@@ -1,13 +1,16 @@
 /**
- * The lease operations of the session object (rows with `host: 'lease'` of `SESSION_OPERATIONS`),
- * over the object's event log, whose one transaction checks fences with every append.
+ * The session object's event-log operations (rows with `host: 'log'` of `SESSION_OPERATIONS`):
+ * the execution lease, whose fences the log checks in the one transaction of every append, and
+ * the stored per-event digests.
  *
  * Input over RPC is an untrusted shape: each method passes it on and the log engine checks the
- * fields it uses (owner, lease id, TTL, fence), with the lease error codes.
+ * fields it uses (owner, lease id, TTL, fence, read bounds), with its own error codes.
  */
 import type { SqlEventLog } from '../adapters/sql/sql-event-log.js';
 import type { DurableExecutionFence, DurableLeaseAcquireOptions } from '../core/store.js';
+import { DurableEventStoreError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
+import { MAX_READ_LIMIT } from '../protocol/limits.js';
 import type { OperationHosts, OperationInput, OperationOutput } from '../protocol/operations.js';
 
 /** Only the three fence fields reach the engine (a lease record or a caller's object carries more). */
@@ -25,8 +28,8 @@ function fieldOf(input: unknown, key: string): unknown {
   return typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[key] : undefined;
 }
 
-/** Serves the lease rows; `afterRelease` runs after a release (a parked agent may go on). */
-export class LeaseHost implements Readonly<OperationHosts['lease']> {
+/** Serves the log rows; `afterRelease` runs after a lease release (a parked agent may go on). */
+export class EventLogHost implements Readonly<OperationHosts['log']> {
   constructor(
     private readonly log: () => SqlEventLog,
     private readonly afterRelease: () => void,
@@ -64,5 +67,16 @@ export class LeaseHost implements Readonly<OperationHosts['lease']> {
 
   leaseState(sessionId: SessionId): OperationOutput<'leaseState'> {
     return { lease: this.inspectExecutionLease(sessionId), requiresExecutionLease: this.requiresExecutionLease(sessionId) };
+  }
+
+  /** The stored digest of each event after `after` (default 0), at most `limit` (default and maximum 1000). */
+  readEventDigests(sessionId: SessionId, input: OperationInput<'readEventDigests'>): OperationOutput<'readEventDigests'> {
+    const after = fieldOf(input, 'after') ?? 0;
+    const limit = fieldOf(input, 'limit') ?? MAX_READ_LIMIT;
+    if (typeof limit !== 'number' || limit > MAX_READ_LIMIT) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_OPTIONS', `limit must be an integer in 1..${MAX_READ_LIMIT}`);
+    }
+    // SAFETY: the log validates `after` (an integer >= 0) at run time.
+    return { digests: this.log().readEventDigests(sessionId, after as number, limit) };
   }
 }
