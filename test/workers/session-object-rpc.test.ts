@@ -133,6 +133,23 @@ describe('DurableObjectEventStore transport failures', () => {
     await expect(store.read(sessionId, badRead)).rejects.toMatchObject({ code: 'DURABLE_EVENT_UNAVAILABLE' });
     expect(await store.getHeadSequence(sessionId)).toBeNull();
   });
+
+  it('reports a lease call whose RPC fails by its row of SESSION_OPERATIONS: a write as a lease timeout with its leaseId, a read as unavailable', async () => {
+    const sessionId = freshSessionId('lease-transport');
+    // SAFETY: deliberately not a valid owner: a symbol cannot cross RPC.
+    const ownerId = Symbol('owner') as unknown as WorkerId;
+    await expect(store.acquireExecutionLease(sessionId, { ownerId, leaseId: 'lease-lost', ttlMs: 60_000 })).rejects.toMatchObject({
+      code: 'DURABLE_EXECUTION_LEASE_TIMEOUT',
+      leaseId: 'lease-lost',
+    });
+    // SAFETY: deliberately not a valid fence.
+    const unsendable = { leaseId: 'lease-x', ownerId: Symbol('w'), fencingToken: 1 } as unknown as DurableExecutionFence;
+    await expect(store.releaseExecutionLease(sessionId, unsendable)).rejects.toMatchObject({
+      code: 'DURABLE_EXECUTION_LEASE_TIMEOUT',
+      leaseId: 'lease-x',
+    });
+    expect(await store.inspectExecutionLease(sessionId)).toBeNull();
+  });
 });
 
 describe('DurableObjectEventStore signals', () => {
