@@ -14,7 +14,7 @@
  *    the sleep records how late after the deadline it ran (object clock).
  * Node figures, on a temp dir of the same disk:
  * 4. a JSONL step (`port.step` over `JsonlDurableEventStore`) vs one durable JSONL append — when
- *    the JSONL store implements the durability ledger; otherwise reported as pending;
+ *    the JSONL store implements the durability records; otherwise reported as pending;
  * 5. (information) the same for SQLite (`SqliteDurableEventStore`).
  * Each ratio is computed from figures measured in this run; the output is a table, then
  * PASS/MISS per target. Takes about a minute.
@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { JsonlDurableEventStore, SqliteDurableEventStore } from '../src/advanced.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../src/core/durability/record-contract.js';
+import { isDurabilityRecordStore, type DurabilityRecordStore } from '../src/core/durability/record-contract.js';
 import { createDurabilityPort } from '../src/core/durability/port.js';
 import type { DurableEventStore } from '../src/core/store.js';
 import { RequestId, SessionId } from '../src/protocol/ids.js';
@@ -204,10 +204,10 @@ async function alarmLatency(dev: WranglerDev): Promise<void> {
   });
 }
 
-type LedgerStore = DurableEventStore & DurabilityLedgerStore;
+type RecordStore = DurableEventStore & DurabilityRecordStore;
 
 /** 4/5: a step through the port vs one durable append of one event, on a Node store. */
-async function nodeStep(name: string, store: LedgerStore, target: number | null): Promise<void> {
+async function nodeStep(name: string, store: RecordStore, target: number | null): Promise<void> {
   const sessionId = SessionId(`node-${name}-${Date.now()}`);
   const port = createDurabilityPort({ store, sessionId, runId: 'bench' });
   const draft = { type: 'request_completed' as const, requestId: RequestId('bench'), data: { output: { ok: true, n: 1 } } };
@@ -248,8 +248,8 @@ async function nodeFigures(): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'durability-bench-node-'));
   try {
     const jsonl = new JsonlDurableEventStore(path.join(dir, 'jsonl'));
-    if (isDurabilityLedgerStore(jsonl)) {
-      await nodeStep('JSONL', jsonl as unknown as LedgerStore, 1.3);
+    if (isDurabilityRecordStore(jsonl)) {
+      await nodeStep('JSONL', jsonl as unknown as RecordStore, 1.3);
     } else {
       rows.push({
         name: 'JSONL: one step vs one durable append',

@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     await steps(WARM_UP_OPS);
     await appends(WARM_UP_OPS);
     const paths = store.pathsOf(sessionId);
-    const stepBytes = lastLineBytes(paths.ledger);
+    const stepBytes = lastLineBytes(paths.durability);
     const appendBytes = lastLineBytes(paths.log);
 
     let stepMs = 0;
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
     const appendUs = (appendMs / count) * 1000;
     const ratio = stepMs / appendMs;
     console.log('');
-    console.log(`one JSONL step (port.step)      ${fmt(stepUs)} µs  (${fmt(count / (stepMs / 1000))} steps/s, ledger line ${stepBytes} B)`);
+    console.log(`one JSONL step (port.step)      ${fmt(stepUs)} µs  (${fmt(count / (stepMs / 1000))} steps/s, durability line ${stepBytes} B)`);
     console.log(`one durable JSONL append        ${fmt(appendUs)} µs  (${fmt(count / (appendMs / 1000))} appends/s, log line ${appendBytes} B)`);
     console.log(`ratio step / append             ${ratio.toFixed(2)}x  target <= ${TARGET_RATIO}x  ${ratio <= TARGET_RATIO ? 'PASS' : 'MISS'}`);
   } finally {

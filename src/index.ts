@@ -174,7 +174,7 @@ export {
   type DeliveryInput,
   type DeliveryReceipt,
   type DurabilityDeliveryDraft,
-  type DurabilityLedgerStore,
+  type DurabilityRecordStore,
   type DurabilityListener,
   type DurabilityNotice,
   type DurabilityPort,

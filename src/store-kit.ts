@@ -2,12 +2,12 @@
  * `agent-ledger/store-kit`: what a store author needs beyond `agent-ledger`.
  *
  * A new backend (another database, another runtime) implements `DurableEventStore`,
- * `DurableExecutionLeaseStore` and `DurabilityLedgerStore` (types in `agent-ledger`) and proves
+ * `DurableExecutionLeaseStore` and `DurabilityRecordStore` (types in `agent-ledger`) and proves
  * it with `agent-ledger/conformance`. This entry holds the shared, runtime-neutral parts every
  * built-in backend is made of, so a new one decides exactly like them:
  * - the log engine: draft validation, append planning (sequences, IDs, fence and
  *   compare-and-append checks), read planning and paging, lease decisions;
- * - the durability ledger engine: record validation, identities, planning and paging;
+ * - the durability records engine: record validation, identities, planning and paging;
  * - the SQL adapter (`SqlDurableEventStore`, `SqlDurability`) over any synchronous SQLite driver;
  * - the capability guards (`isExecutionLeaseStore`, `isCheckpointStore`, ...);
  * - the protocol's limits, zod schemas, ID, JSON and timestamp helpers, cursor constants;
@@ -59,13 +59,13 @@ export {
 } from './core/checkpoint/index.js';
 export { anySignal, newAbortError, withDeadline } from './core/abort.js';
 
-// ---- the durability ledger engine ----
+// ---- the durability records engine ----
 export {
   DEFAULT_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_RECORD_BYTES,
   MAX_DURABILITY_SCOPE_LENGTH,
-  DurabilityLedgerView,
+  DurabilityRecordView,
   MAX_TIMER_INTERVAL_MS,
   buildDurabilityPage,
   checkDurabilityCursor,
@@ -79,7 +79,7 @@ export {
   describeInvalidScope,
   durabilityIdentity,
   encodeDurabilityRecord,
-  isDurabilityLedgerStore,
+  isDurabilityRecordStore,
   parseDurabilityRecord,
   planDurabilityRead,
   planDurabilityRecord,

@@ -69,7 +69,7 @@ export const TAG_DESCRIPTIONS: Readonly<Record<string, string>> = {
   journal: 'Idempotent journal commands and the session projection with its recovery plan.',
   recovery: 'Commands that reconcile unfinished work found by the recovery plan.',
   checkpoints: 'Projection checkpoints: derived data a reader may use to open a session quickly.',
-  runs: 'Durable tool calls run inside the session object (step, sleep, waitFor) and the durability ledger.',
+  runs: 'Durable tool calls run inside the session object (step, sleep, waitFor) and the durability records.',
   agent: 'The agent hosted by the session object: requests, steering input, aborts, permissions, status.',
   inspector: 'The session inspector: an HTML page, its live tail, its actions and static assets.',
   chat: 'The chat page at `/`, where a person talks to the agent of a session, and its static assets.',

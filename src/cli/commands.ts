@@ -300,7 +300,7 @@ export function registerCommands(program: Command): void {
 
   program
     .command('verify')
-    .description('validate whole logs and durability ledgers; exit 2 naming the line or sequence of any defect')
+    .description('validate whole logs and durability records; exit 2 naming the line or sequence of any defect')
     .argument('<store>')
     .argument('[session]', 'session ID (default for jsonl stores: every session in the directory)')
     .action(async (store: string, session: string | undefined, _flags: unknown, command: Command) => {
@@ -313,14 +313,14 @@ export function registerCommands(program: Command): void {
         const listed = await listJsonlSessions(spec.location);
         sessions = listed.sessions;
         for (const { name, problem } of listed.unreadable) {
-          reports.push({ sessionId: `(file ${name})`, events: 0, ledgerRecords: null, defects: [{ where: `file ${name}`, message: problem }], notes: [] });
+          reports.push({ sessionId: `(file ${name})`, events: 0, durabilityRecords: null, defects: [{ where: `file ${name}`, message: problem }], notes: [] });
         }
         if (sessions.length === 0 && reports.length === 0) throw new CliError(`no sessions in ${store}`);
       } else throw new CliError('verify needs a session ID for this kind of store');
       await withStore(store, options, true, async (opened) => {
         const progress = createProgress(options.json);
         for (const sessionId of sessions) {
-          const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };
+          const report: VerifyReport = { sessionId, events: 0, durabilityRecords: null, defects: [], notes: [] };
           progress.start(0, `verify ${sessionId}`);
           const onProgress = (done: number, total?: number): void => progress.update(done, total);
           if (spec.kind === 'jsonl') await verifyJsonlSession(spec.location, sessionId, report, onProgress);
@@ -333,8 +333,8 @@ export function registerCommands(program: Command): void {
       if (options.json) printJson({ ok: defects === 0, sessions: reports });
       else {
         for (const report of reports) {
-          const ledger = report.ledgerRecords === null ? '' : `, ${report.ledgerRecords} ledger records`;
-          println(`${report.defects.length === 0 ? 'ok     ' : 'DEFECT '} ${report.sessionId}: ${report.events} events${ledger}`);
+          const durability = report.durabilityRecords === null ? '' : `, ${report.durabilityRecords} durability records`;
+          println(`${report.defects.length === 0 ? 'ok     ' : 'DEFECT '} ${report.sessionId}: ${report.events} events${durability}`);
           for (const defect of report.defects) println(`  ${defect.where}: ${defect.message}`);
           for (const note of report.notes) println(`  note: ${note}`);
         }
@@ -434,8 +434,8 @@ export function registerCommands(program: Command): void {
         if (options.json) printJson({ sessions: reports });
         else {
           for (const report of reports) {
-            const ledger = report.ledger === 'unsupported' ? 'ledger not copied (a store has no ledger API)' : `ledger ${report.ledger.appended} copied, ${report.ledger.verified} verified`;
-            println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${ledger}`);
+            const durability = report.durability === 'unsupported' ? 'durability records not copied (a store has no durability API)' : `durability records ${report.durability.appended} copied, ${report.durability.verified} verified`;
+            println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${durability}`);
           }
         }
       } finally {

@@ -1,19 +1,19 @@
 /**
- * `copy`: a session's events and durability ledger from one store to another.
+ * `copy`: a session's events and durability records from one store to another.
  *
  * Events go through `copySessionEvents` (idempotent, resumable, sequences checked, event IDs
- * mapped and verified; see `src/inspector/model/event-copy.ts`). The ledger is copied record by
- * record in ledger order when both stores have the ledger API: `recordDurability` is first-writer-
+ * mapped and verified; see `src/inspector/model/event-copy.ts`). The durability records are copied one by
+ * record in record order when both stores have the durability API: `recordDurability` is first-writer-
  * wins by identity, so a rerun finds the records it wrote, and each one read back must equal the
- * source record at the same ledger sequence. A store without the ledger API (the HTTP client) gets
+ * source record at the same record sequence. A store without the durability API (the HTTP client) gets
  * the events only, which the report says.
  */
-import { isDurabilityLedgerStore, type DurabilityRecord, type DurabilityRecordDraft } from '../core/durability/record-contract.js';
+import { isDurabilityRecordStore, type DurabilityRecord, type DurabilityRecordDraft } from '../core/durability/record-contract.js';
 import type { DurableEventStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../protocol/json.js';
 import { copySessionEvents, type CopyProgress } from '../inspector/model/event-copy.js';
-import { readLedger } from '../inspector/model/inspection.js';
+import { readDurabilityRecords } from '../inspector/model/inspection.js';
 import { CliError } from './output.js';
 
 /** What one session's copy did. */
@@ -23,7 +23,7 @@ export interface CopyReport {
   verifiedEvents: number;
   appendedEvents: number;
   headSequence: number | null;
-  ledger: { verified: number; appended: number } | 'unsupported';
+  durability: { verified: number; appended: number } | 'unsupported';
 }
 
 function draftOfRecord(record: DurabilityRecord): DurabilityRecordDraft {
@@ -45,10 +45,10 @@ export async function copySession(
     ...(onProgress === undefined ? {} : { onProgress }),
     ...(batchSize === undefined ? {} : { batchSize }),
   });
-  let ledger: CopyReport['ledger'] = 'unsupported';
-  if (isDurabilityLedgerStore(source) && isDurabilityLedgerStore(target)) {
-    const records = (await readLedger(source, sessionId)) ?? [];
-    const existing = (await readLedger(target, targetSessionId)) ?? [];
+  let durability: CopyReport['durability'] = 'unsupported';
+  if (isDurabilityRecordStore(source) && isDurabilityRecordStore(target)) {
+    const records = (await readDurabilityRecords(source, sessionId)) ?? [];
+    const existing = (await readDurabilityRecords(target, targetSessionId)) ?? [];
     let verified = 0;
     let appended = 0;
     for (const record of records) {
@@ -57,18 +57,18 @@ export async function copySession(
       if (there !== undefined) {
         // SAFETY: drafts are lossless JSON.
         if (canonicalJson(draftOfRecord(there) as unknown as JsonValue) !== canonicalJson(draft as unknown as JsonValue)) {
-          throw new CliError(`the target's durability ledger differs from the source at ledger sequence ${record.sequence}; refusing to copy over it`);
+          throw new CliError(`the target's durability records differs from the source at record sequence ${record.sequence}; refusing to copy over it`);
         }
         verified += 1;
         continue;
       }
       const result = await target.recordDurability(targetSessionId, draft);
       if (result.record.sequence !== record.sequence) {
-        throw new CliError(`ledger record ${record.sequence} landed at ${result.record.sequence} in the target: another writer is using it`);
+        throw new CliError(`durability record ${record.sequence} landed at ${result.record.sequence} in the target: another writer is using it`);
       }
       appended += 1;
     }
-    ledger = { verified, appended };
+    durability = { verified, appended };
   }
   return {
     sessionId,
@@ -76,6 +76,6 @@ export async function copySession(
     verifiedEvents: events.verified,
     appendedEvents: events.appended,
     headSequence: events.headSequence,
-    ledger,
+    durability,
   };
 }

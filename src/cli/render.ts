@@ -52,9 +52,9 @@ export function inspectionLines(inspection: Inspection): string[] {
     const state = lease.released ? 'released' : lease.active ? `held until ${new Date(lease.expiresAtMs).toISOString()}` : 'expired';
     out.push(`lease     ${lease.ownerId}, fencing token ${lease.fencingToken}, ${state}`);
   }
-  if (inspection.ledgerSupported) {
+  if (inspection.durabilitySupported) {
     const next = inspection.nextDeadline;
-    out.push(`ledger    ${inspection.ledgerRecords} records, ${inspection.pendingWaits.length} pending waits`);
+    out.push(`durability ${inspection.durabilityRecords} records, ${inspection.pendingWaits.length} pending waits`);
     out.push(`next      ${next === null ? 'no pending deadline' : `${next.kind} ${next.key} at ${new Date(next.atMs).toISOString()}`}`);
   }
   if (inspection.checkpointSupported) out.push(`checkpoint ${describeCheckpoint(inspection)}`);

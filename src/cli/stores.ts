@@ -13,7 +13,7 @@
  */
 import { existsSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { DurabilityLedgerStore } from '../core/durability/record-contract.js';
+import type { DurabilityRecordStore } from '../core/durability/record-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import type { WebSocketConstructorLike } from '../adapters/http/websocket-watch.js';
@@ -34,7 +34,7 @@ export interface StoreSpec {
 /** An opened store and how to release it. */
 export interface OpenedStore {
   spec: StoreSpec;
-  store: DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityLedgerStore>;
+  store: DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityRecordStore>;
   close(): Promise<void>;
 }
 

@@ -1,19 +1,19 @@
 /**
- * `verify`: checks a whole session log and its durability ledger, naming every defect's place.
+ * `verify`: checks a whole session log and its durability records, naming every defect's place.
  *
  * Two passes:
  * 1. For a JSONL store, the files themselves, through the store's own reader and line rules
- *    (`LineFile` opened read-only, `checkLogLine`, `checkLedgerLine`), but every line however
+ *    (`LineFile` opened read-only, `checkLogLine`, `checkDurabilityLine`), but every line however
  *    many are bad (the store stops at the first): every line valid UTF-8 and a JSON array of
  *    valid v4 envelopes of this session, sequences contiguous from 1, event IDs unique; the
- *    ledger one valid record per line, sequences contiguous, identities unique. A last line
+ *    durability file one valid record per line, sequences contiguous, identities unique. A last line
  *    without its newline is a torn tail, which readers ignore and the next writer truncates:
  *    reported as a note, not a defect. A line is named by the byte offset where it starts, as the
  *    store's own errors (and so `inspect`) name it: `log line at byte 1234`. Pass 2 of a JSONL
  *    store reads through a store opened `readOnly`: `verify` never creates, writes, truncates or
  *    repairs a file.
  * 2. For every store, the log as the store serves it, page by page, through the projector (all
- *    21 invariants; a violation names its sequence and rule), and the ledger through
+ *    21 invariants; a violation names its sequence and rule), and the durability records through
  *    `readDurability`.
  * The first projector violation stops pass 2 (a failed projector stays failed); pass 1 keeps
  * going, so one run lists every malformed line.
@@ -36,15 +36,15 @@ import type { DurableEventStore } from '../core/store.js';
 import { DurableEventStoreError, isDurableError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { describeInvalidId, type SessionId } from '../protocol/ids.js';
-import { checkLedgerLine } from '../adapters/node/jsonl/durability-file.js';
+import { checkDurabilityLine } from '../adapters/node/jsonl/durability-file.js';
 import { LineFile } from '../adapters/node/jsonl/line-file.js';
 import { checkLogLine, type LogLineProblem } from '../adapters/node/jsonl/session-file.js';
 import { EVENTS_DIRECTORY, logFileStem, sessionFileStem, sessionPaths } from '../adapters/node/jsonl/session-paths.js';
-import { readLedger } from '../inspector/model/inspection.js';
+import { readDurabilityRecords } from '../inspector/model/inspection.js';
 
 /** One defect, with where it is. */
 interface VerifyDefect {
-  /** `log line at byte 1234`, `sequence 12`, `ledger line at byte 56`, `checkpoint at sequence 4096`, `store`. */
+  /** `log line at byte 1234`, `sequence 12`, `durability line at byte 56`, `checkpoint at sequence 4096`, `store`. */
   where: string;
   message: string;
   /** Byte offset of the JSONL line the defect is in. */
@@ -58,7 +58,7 @@ export interface VerifyReport {
   events: number;
   /** Lines of the JSONL log (append batches), when checked. */
   lines?: number;
-  ledgerRecords: number | null;
+  durabilityRecords: number | null;
   defects: VerifyDefect[];
   notes: string[];
   /** The audit of the stored projection checkpoint (absent when the store keeps none). */
@@ -203,9 +203,9 @@ async function verifyJsonlFiles(root: string, sessionId: SessionId, report: Veri
   report.lines = lineCount;
   const identities = new Map<string, number>();
   let sequence = 1;
-  const ledgerTail = await readLines(files.ledger, (line, offset) => {
-    const where = `ledger line at byte ${offset}`;
-    const checked = checkLedgerLine(line, sessionId, sequence, identities);
+  const durabilityTail = await readLines(files.durability, (line, offset) => {
+    const where = `durability line at byte ${offset}`;
+    const checked = checkDurabilityLine(line, sessionId, sequence, identities);
     sequence += 1;
     if (!('kind' in checked)) return;
     const message =
@@ -218,7 +218,7 @@ async function verifyJsonlFiles(root: string, sessionId: SessionId, report: Veri
             : String(checked.error);
     report.defects.push({ where, offset, message });
   });
-  if (typeof ledgerTail === 'number') report.notes.push(`ledger line at byte ${ledgerTail} has no newline: a torn tail from an interrupted write`);
+  if (typeof durabilityTail === 'number') report.notes.push(`durability line at byte ${durabilityTail} has no newline: a torn tail from an interrupted write`);
 }
 
 /**
@@ -237,7 +237,7 @@ export async function verifyJsonlSession(root: string, sessionId: SessionId, rep
   }
 }
 
-/** Checks the log as `store` serves it, through the projector, and the ledger (pass 2). */
+/** Checks the log as `store` serves it, through the projector, and the durability records (pass 2). */
 export async function verifyThroughStore(
   store: DurableEventStore,
   sessionId: SessionId,
@@ -306,14 +306,14 @@ export async function verifyThroughStore(
   // A read failure above leaves the fold short: the audit is then inconclusive, not "beyond the head".
   reportAudit(report, audit === null ? null : report.defects.length === 0 ? audit.finish(count) : audit.result);
   try {
-    const records = await readLedger(store, sessionId);
-    report.ledgerRecords = records === null ? null : records.length;
-    if (records === null) report.notes.push('this store has no durability ledger API; the ledger was not checked');
+    const records = await readDurabilityRecords(store, sessionId);
+    report.durabilityRecords = records === null ? null : records.length;
+    if (records === null) report.notes.push('this store has no durability records API; they were not checked');
   } catch (error) {
     const code = isDurableError(error) ? `${error.code}: ` : '';
     const details = isDurableError(error) ? (error.details as { sequence?: number } | undefined) : undefined;
     report.defects.push({
-      where: details?.sequence === undefined ? 'ledger' : `ledger record ${details.sequence}`,
+      where: details?.sequence === undefined ? 'durability records' : `durability record ${details.sequence}`,
       message: `${code}${error instanceof Error ? error.message : String(error)}`,
     });
   }

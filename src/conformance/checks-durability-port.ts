@@ -1,6 +1,6 @@
 /**
  * Durability port checks: `createDurabilityPort` replaying over the backend under test. They
- * prove end to end what the ledger rules promise: a recorded step is not run again (also after
+ * prove end to end what the durability rules promise: a recorded step is not run again (also after
  * a restart), a deadline is recorded once, an early delivery answers a later wait, and a
  * recorded timeout is replayed as a timeout even when a delivery arrives afterwards.
  */
@@ -8,7 +8,7 @@ import { createDurabilityPort } from '../core/durability/port.js';
 import type { DurabilityPort } from '../core/durability/port-types.js';
 import type { SessionId } from '../protocol/ids.js';
 import { assertDeepEqual, assertEqual } from './assertions.js';
-import { ledgerOf, readAllRecords, type DurabilityConformanceStore } from './durability-helpers.js';
+import { durabilityStoreOf, readAllRecords, type DurabilityConformanceStore } from './durability-helpers.js';
 import type { ConformanceCheck, ConformanceContext } from './types.js';
 
 type Check = ConformanceCheck<DurabilityConformanceStore>;
@@ -16,7 +16,7 @@ type Ctx = ConformanceContext<DurabilityConformanceStore>;
 
 /** Runs `use` with a fresh port over the current store and closes it afterwards. */
 async function withPort<T>(ctx: Ctx, sessionId: SessionId, runId: string, use: (port: DurabilityPort) => Promise<T>): Promise<T> {
-  const port = createDurabilityPort({ store: ledgerOf(ctx), sessionId, runId });
+  const port = createDurabilityPort({ store: durabilityStoreOf(ctx), sessionId, runId });
   try {
     return await use(port);
   } finally {
@@ -72,7 +72,7 @@ const sleepDeadlineOnce: Check = {
     await withPort(ctx, sessionId, 'run-1', (port) => port.sleep('nap', 1));
     // A replay asking for an hour keeps the recorded (already passed) deadline and returns at once.
     await withPort(ctx, sessionId, 'run-1', (port) => port.sleep('nap', 3_600_000));
-    const records = await readAllRecords(ledgerOf(ctx), sessionId);
+    const records = await readAllRecords(durabilityStoreOf(ctx), sessionId);
     assertDeepEqual(records.map((r) => r.kind), ['sleep'], 'one sleep record');
   },
 };

@@ -1,5 +1,5 @@
 /**
- * Durability ledger checks: the rules of `DurabilityLedgerStore` (src/core/durability/ledger-contract.ts),
+ * Durability records checks: the rules of `DurabilityRecordStore` (src/core/durability/record-contract.ts),
  * for any backend that implements it. Pass them to `runStoreConformance` as `extraChecks`:
  *
  * ```ts
@@ -30,7 +30,7 @@ import { durabilityPortChecks } from './checks-durability-port.js';
 import {
   everyKindDrafts,
   invalidDurabilityDrafts,
-  ledgerOf,
+  durabilityStoreOf,
   readAllRecords,
   type DurabilityConformanceStore,
 } from './durability-helpers.js';
@@ -43,10 +43,10 @@ type Check = ConformanceCheck<DurabilityConformanceStore>;
 const recordsAndReadsBack: Check = {
   name: 'durability-records-every-kind-and-reads-back',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const empty = await store.readDurability(sessionId);
-    assertDeepEqual(empty, { records: [], nextCursor: null, headSequence: null, hasMore: false }, 'empty ledger page');
+    assertDeepEqual(empty, { records: [], nextCursor: null, headSequence: null, hasMore: false }, 'empty durability page');
     const drafts = everyKindDrafts('run-1');
     const before = ctx.now();
     for (const [index, draft] of drafts.entries()) {
@@ -70,7 +70,7 @@ const recordsAndReadsBack: Check = {
 const firstWriterWins: Check = {
   name: 'durability-identity-first-writer-wins',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const first = await store.recordDurability(sessionId, { kind: 'step', scope: 's', key: 'k', result: 1 });
     const again = await store.recordDurability(sessionId, { kind: 'step', scope: 's', key: 'k', result: 2 });
@@ -95,7 +95,7 @@ const firstWriterWins: Check = {
 const deliveryIdempotency: Check = {
   name: 'durability-delivery-idempotent-by-id',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const draft: DurabilityDeliveryDraft = {
       kind: 'delivery',
@@ -121,7 +121,7 @@ const deliveryIdempotency: Check = {
 const cursorPages: Check = {
   name: 'durability-cursor-pages',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     for (let index = 0; index < 5; index++) {
       await store.recordDurability(sessionId, { kind: 'step', scope: 's', key: `k${index}`, result: index });
@@ -138,7 +138,7 @@ const cursorPages: Check = {
     assertDeepEqual(atHeadShape, [[], 5, 5, false], 'page at the head');
     await expectCode(store.readDurability(sessionId, { after: 6 }), 'DURABILITY_INVALID_INPUT', 'cursor ahead of the head');
     const emptySession = ctx.newSessionId();
-    await expectCode(store.readDurability(emptySession, { after: 1 }), 'DURABILITY_INVALID_INPUT', 'cursor on an empty ledger');
+    await expectCode(store.readDurability(emptySession, { after: 1 }), 'DURABILITY_INVALID_INPUT', 'cursor on empty durability records');
     for (const bad of [{ after: 0 }, { after: 1.5 }, { limit: 0 }, { limit: 1001 }, { limit: 2.5 }]) {
       await expectCode(store.readDurability(sessionId, bad), 'DURABILITY_INVALID_INPUT', `read options ${JSON.stringify(bad)}`);
     }
@@ -148,7 +148,7 @@ const cursorPages: Check = {
 const sessionsIsolated: Check = {
   name: 'durability-sessions-are-isolated',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const a = ctx.newSessionId();
     const b = ctx.newSessionId();
     const draft = { kind: 'step', scope: 's', key: 'k', result: 'a' } as const;
@@ -168,7 +168,7 @@ const sessionsIsolated: Check = {
 const refusesInvalid: Check = {
   name: 'durability-refuses-invalid-drafts',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     for (const { what, draft, code } of invalidDurabilityDrafts()) {
       // SAFETY: deliberately malformed input; the store must refuse it at run time.
@@ -186,7 +186,7 @@ const refusesInvalid: Check = {
 const concurrentOneWinner: Check = {
   name: 'durability-concurrent-records-one-winner',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, index) =>
@@ -210,7 +210,7 @@ const concurrentOneWinner: Check = {
 const abortedWritesNothing: Check = {
   name: 'durability-aborted-call-writes-nothing',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const controller = new AbortController();
     controller.abort();
@@ -226,7 +226,7 @@ const abortedWritesNothing: Check = {
 const detachedRecords: Check = {
   name: 'durability-records-are-detached',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     const result = { items: [1, 2], nested: { label: 'original' } };
     const { record } = await store.recordDurability(sessionId, { kind: 'step', scope: 's', key: 'k', result });
@@ -244,16 +244,16 @@ const detachedRecords: Check = {
 };
 
 const separateFromEvents: Check = {
-  name: 'durability-ledger-is-separate-from-events',
+  name: 'durability-records-are-separate-from-events',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const sessionId = ctx.newSessionId();
     await store.append(sessionId, [markerDraft('before')]);
     await store.recordDurability(sessionId, { kind: 'step', scope: 's', key: 'k', result: 1 });
     await ctx.expectHead(sessionId, 1, 'event head after a durability record');
     await store.append(sessionId, [markerDraft('after')]);
     const page = await store.readDurability(sessionId);
-    assertDeepEqual([page.records.length, page.headSequence], [1, 1], 'ledger after more events');
+    assertDeepEqual([page.records.length, page.headSequence], [1, 1], 'durability records after more events');
   },
 };
 
@@ -263,10 +263,10 @@ const survivesRestart: Check = {
   async run(ctx) {
     const sessionId = ctx.newSessionId();
     const drafts = everyKindDrafts('run-r');
-    for (const draft of drafts) await ledgerOf(ctx).recordDurability(sessionId, draft);
-    const before = await readAllRecords(ledgerOf(ctx), sessionId);
+    for (const draft of drafts) await durabilityStoreOf(ctx).recordDurability(sessionId, draft);
+    const before = await readAllRecords(durabilityStoreOf(ctx), sessionId);
     await ctx.restart();
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     assertDeepEqual(await readAllRecords(store, sessionId), before, 'records after restart');
     const again = await store.recordDurability(sessionId, { kind: 'step', scope: 'run-r', key: 'charge', result: 'other' });
     assertEqual(again.created, false, 'identity still known after restart');
@@ -289,7 +289,7 @@ const survivesRestart: Check = {
 const watchNotifies: Check = {
   name: 'durability-watch-notifies-after-commit',
   async run(ctx) {
-    const store = ledgerOf(ctx);
+    const store = durabilityStoreOf(ctx);
     const watch = store.watchDurability?.bind(store);
     if (watch === undefined) fail('the store has no watchDurability');
     const sessionId = ctx.newSessionId();
@@ -316,7 +316,7 @@ const watchNotifies: Check = {
   },
 };
 
-/** The ledger contract checks every `DurabilityLedgerStore` backend runs. */
+/** The durability record contract checks every `DurabilityRecordStore` backend runs. */
 export const durabilityConformanceChecks: ConformanceCheck<DurabilityConformanceStore>[] = [
   recordsAndReadsBack,
   firstWriterWins,

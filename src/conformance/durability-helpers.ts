@@ -1,26 +1,26 @@
 /**
- * Helpers shared by the durability ledger checks: the store under test narrowed to the ledger
- * contract, whole-ledger reads, and fixture drafts.
+ * Helpers shared by the durability records checks: the store under test narrowed to the durability
+ * record contract, whole-session record reads, and fixture drafts.
  */
-import type { DurabilityLedgerStore, DurabilityRecord, DurabilityRecordDraft } from '../core/durability/record-contract.js';
-import { isDurabilityLedgerStore } from '../core/durability/record-contract.js';
+import type { DurabilityRecordStore, DurabilityRecord, DurabilityRecordDraft } from '../core/durability/record-contract.js';
+import { isDurabilityRecordStore } from '../core/durability/record-contract.js';
 import type { DurableEventStore } from '../core/store.js';
 import type { SessionId } from '../protocol/ids.js';
 import { fail } from './assertions.js';
 import type { ConformanceContext } from './types.js';
 
-/** A store implementing both the event log and the durability ledger. */
-export type DurabilityConformanceStore = DurableEventStore & DurabilityLedgerStore;
+/** A store implementing both the event log and the durability records. */
+export type DurabilityConformanceStore = DurableEventStore & DurabilityRecordStore;
 
-/** The store under test, asserted to implement the ledger. */
-export function ledgerOf(ctx: ConformanceContext<DurabilityConformanceStore>): DurabilityConformanceStore {
-  if (!isDurabilityLedgerStore(ctx.store)) fail('the store does not implement DurabilityLedgerStore');
+/** The store under test, asserted to implement the durability records. */
+export function durabilityStoreOf(ctx: ConformanceContext<DurabilityConformanceStore>): DurabilityConformanceStore {
+  if (!isDurabilityRecordStore(ctx.store)) fail('the store does not implement DurabilityRecordStore');
   return ctx.store;
 }
 
-/** Reads a session's whole ledger through pages of `limit`. */
+/** Reads all of a session's durability records through pages of `limit`. */
 export async function readAllRecords(
-  store: DurabilityLedgerStore,
+  store: DurabilityRecordStore,
   sessionId: SessionId,
   limit = 1000,
 ): Promise<DurabilityRecord[]> {

@@ -19,7 +19,7 @@
  * expect(result.mode).toBe('durable');
  * ```
  *
- * @example Adding a suite (journal, subscription, lease handle, durability ledger)
+ * @example Adding a suite (journal, subscription, lease handle, durability records)
  * Write checks in your own file and pass them as `extraChecks`; they run after the built-in
  * ones with the same context: fresh session IDs (`ctx.newSessionId()`), the store
  * (`ctx.store`, replaced by `ctx.restart()`), test controls, and the assertion helpers exported

@@ -1,6 +1,6 @@
 /**
  * Options every store call accepts. In a file of their own so the event-store contract (`store.ts`)
- * and the durability contract (`durability/ledger-contract.ts`) share them without importing each other.
+ * and the durability contract (`durability/record-contract.ts`) share them without importing each other.
  */
 export interface DurableStoreCallOptions {
   /**

@@ -182,10 +182,10 @@ export function isExecutionLeaseStore(store: unknown): store is DurableExecution
   );
 }
 
-// The durability ledger contract (step / sleep / waitFor records), stored next to the event log
+// The durability records contract (step / sleep / waitFor records), stored next to the event log
 // by every backend. Defined in its own module; re-exported here so the store contract is one import.
 export {
-  isDurabilityLedgerStore,
+  isDurabilityRecordStore,
   DEFAULT_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_RECORD_BYTES,
@@ -193,7 +193,7 @@ export {
 } from './durability/record-contract.js';
 export type {
   DurabilityDeliveryDraft,
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityNotice,
   DurabilityReadOptions,

@@ -6,7 +6,7 @@
  * 1. The object wraps the mounted model: each `text-delta` / `reasoning-delta` part is sent to the
  *    subscribers at the moment the Session reads it from the provider's stream, synchronously.
  *    The Session commits `model_request_completed` only after it read the stream's end, and the
- *    ledger pushes committed events to the sockets synchronously in the commit, so the durable
+ *    session's log pushes committed events to the sockets synchronously in the commit, so the durable
  *    event always follows the deltas it completes, on every socket.
  * 2. Tool handlers are wrapped the same way: `context.progress(data)` sends a `tool_progress`
  *    frame before returning; `tool_completed` is committed after the handler returned.

@@ -4,7 +4,7 @@
  * A run is a call of a tool of the object's one mount (`SessionObject.sessionAgent()`: the same
  * `defineTool` tools its model calls). Its durability port is the one a model's call gets, over
  * the object's own SQL store and scoped to `toolCallScope(runId, toolName, toolCallId)`, so
- * `step` / `sleep` / `waitFor` write the session's durability ledger in the events' transaction
+ * `step` / `sleep` / `waitFor` write the session's durability records in the events' transaction
  * domain. A run has no Request (the context leaves its IDs out); a tool that needs permission is
  * refused, and a `non_idempotent` one is executed once (no retry, no replay). On top of that:
  * 1. Start: `startToolCall` stores the call in `tool_runs` (what a replay needs) and runs the
@@ -16,7 +16,7 @@
  *    (`timers.ts`). The handler itself waits locally while the object lives.
  * 3. Alarm: each due row is consumed in the transaction that records its fact — `run_event`
  *    `sleep-elapsed-<sleep sequence>` for a sleep, `wait_timeout` for a wait — so a duplicate
- *    alarm finds nothing (and the ledger identities are idempotent anyway). If no execution of
+ *    alarm finds nothing (and the record identities are idempotent anyway). If no execution of
  *    the call is in memory (the object was evicted or restarted), the call is resumed by replay
  *    (the tool runs again with the same scope): recorded steps return their results, the elapsed
  *    sleep returns at once, the rest runs. A `non_idempotent` call is recorded failed

@@ -5,7 +5,7 @@
  * Subscribers are the object's hibernatable sockets; a socket counts once its subscription was
  * accepted, which is when `sockets.ts` writes the session into its attachment (the
  * attachment survives hibernation). Sending never waits and never throws: a broken socket is
- * dropped by the event path, and a progress frame is best effort (the ledger has the record).
+ * dropped by the event path, and a progress frame is best effort (the durability records have it).
  */
 import type { SubscriberDurabilityMessage } from '../adapters/durable-object/durability-rpc.js';
 import type { DurabilityRecord } from '../core/durability/record-contract.js';

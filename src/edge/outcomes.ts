@@ -30,7 +30,7 @@ export const RUN_OUTCOME_KEY = 'run';
 /** Longest error message kept in a `run_event` record, in UTF-16 code units. */
 const MAX_ERROR_MESSAGE_LENGTH = 2_000;
 
-/** The JSON form of a thrown value kept in the ledger: `{ name, message, code? }`. */
+/** The JSON form of a thrown value kept in the durability records: `{ name, message, code? }`. */
 export function describeError(error: unknown): JsonValue {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
@@ -57,7 +57,7 @@ export function checkedPolicy(policy: RunRetryPolicy): RunRetryPolicy {
   return DEFAULT_RUN_RETRY_POLICY;
 }
 
-/** The ledger identity of the `run_event` `key` of a call's scope. */
+/** The record identity of the `run_event` `key` of a call's scope. */
 export function runEventIdentity(scope: string, key: string): string {
   return durabilityIdentity({ kind: 'run_event', scope, key, status: 'completed', detail: null });
 }

@@ -1,12 +1,12 @@
 /**
  * The run table of a SessionObject: the tool calls it executes for its mounted agents.
  *
- * The durability ledger holds what a tool call DID (steps, sleeps, waits, run progress), but not
+ * The durability records holds what a tool call DID (steps, sleeps, waits, run progress), but not
  * how to call it again. A replay after eviction needs the call itself, so each call the object
  * starts gets one `tool_runs` row: scope, run, stable tool call id, agent, tool, input (JSON in
  * its own key order), status and failed attempts. The status mirrors the call's final `run_event`
  * record and is written in the same transaction as it; `running` rows are what alarms, deliveries
- * and wake-ups resume. All methods are synchronous, so they can run inside a ledger transaction.
+ * and wake-ups resume. All methods are synchronous, so they can run inside a log transaction.
  */
 import type { SqlDriver } from '../adapters/sql/driver.js';
 import type { ToolRunStatus } from '../adapters/durable-object/durability-rpc.js';

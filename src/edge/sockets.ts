@@ -94,14 +94,14 @@ export function subscriberSocketsOf(ctx: DurableObjectState): SessionSockets | u
 /** Subscriber sockets of one session object. */
 export class SessionSockets {
   readonly #ctx: DurableObjectState;
-  readonly #ledger: SqlEventLog;
+  readonly #log: SqlEventLog;
   readonly #options: SessionSocketsOptions;
   /** In-memory copy of each socket's attachment (rebuilt from the attachment after hibernation). */
   readonly #cursors = new WeakMap<WebSocket, SocketCursor>();
 
-  constructor(ctx: DurableObjectState, ledger: SqlEventLog, options: SessionSocketsOptions = {}) {
+  constructor(ctx: DurableObjectState, log: SqlEventLog, options: SessionSocketsOptions = {}) {
     this.#ctx = ctx;
-    this.#ledger = ledger;
+    this.#log = log;
     this.#options = options;
     registry.set(ctx, this);
   }
@@ -297,7 +297,7 @@ export class SessionSockets {
   }
 
   #head(sessionId: string): number {
-    return this.#ledger.getHeadSequence(SessionId(sessionId)) ?? 0;
+    return this.#log.getHeadSequence(SessionId(sessionId)) ?? 0;
   }
 
   /** True when the socket has events (or its `caught_up`) still to receive. */
@@ -323,7 +323,7 @@ export class SessionSockets {
     const cursor = decodeDurableEventCursor(afterCursor);
     let page: AnchorPage;
     try {
-      page = this.#ledger.read(sessionId, anchorRead(cursor));
+      page = this.#log.read(sessionId, anchorRead(cursor));
     } catch (error) {
       page = aheadOrThrow(error);
     }
@@ -352,7 +352,7 @@ export class SessionSockets {
           break;
         }
         const at = cursor.cursorSequence;
-        const page = this.#ledger.read(sessionId, {
+        const page = this.#log.read(sessionId, {
           after: at === null ? undefined : EventSequence(at),
           limit: limits.pageEvents,
           maxBytes: Math.min(room, MAX_READ_PAGE_BYTES),

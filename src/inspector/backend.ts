@@ -7,7 +7,7 @@
  * writer and every command is pinned to the head the coordinator observed).
  */
 import { deliverDurably } from '../core/durability/deliver.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/record-contract.js';
+import { isDurabilityRecordStore, type DurabilityRecordStore } from '../core/durability/record-contract.js';
 import { DurableSessionRecoveryCoordinator } from '../core/recovery/coordinator.js';
 import type { DurableModelOutcome, DurableToolOutcome } from '../core/recovery/coordinator-types.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../core/store.js';
@@ -32,7 +32,7 @@ export type InspectorScope = 'read' | 'subscribe' | 'recover' | 'deliver' | 'for
 export const ALL_INSPECTOR_SCOPES: ReadonlySet<InspectorScope> = new Set(['read', 'subscribe', 'recover', 'deliver', 'fork']);
 
 /** The store shape the inspector reads and acts through. */
-type InspectorStore = DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityLedgerStore>;
+type InspectorStore = DurableEventStore & Partial<DurableExecutionLeaseStore> & Partial<DurabilityRecordStore>;
 
 /** Where the inspector runs. `E` is the host's environment (Worker bindings; nothing on Node). */
 export interface InspectorHost<E> {
@@ -134,7 +134,7 @@ export function parseInspectorAction(body: unknown): InspectorAction {
         runId: text(value['runId'], 'runId'),
         key: text(value['key'], 'key'),
         deliveryId: text(value['deliveryId'], 'deliveryId'),
-        // SAFETY: the ledger checks the payload is lossless JSON.
+        // SAFETY: the durability record engine checks the payload is lossless JSON.
         payload: (value['payload'] ?? null) as JsonValue,
       };
     case 'fork': {
@@ -151,7 +151,7 @@ export function parseInspectorAction(body: unknown): InspectorAction {
 export async function runInspectorAction(store: InspectorStore, sessionId: SessionId, action: InspectorAction): Promise<InspectorActionResult> {
   switch (action.action) {
     case 'deliver': {
-      if (!isDurabilityLedgerStore(store)) throw invalid('this store has no durability ledger');
+      if (!isDurabilityRecordStore(store)) throw invalid('this store has no durability records');
       const receipt = await deliverDurably(store, sessionId, action);
       return { ok: true, message: receipt.created ? `delivered ${action.key} to ${action.runId}` : 'already delivered (same delivery ID)' };
     }

@@ -306,7 +306,7 @@ export function utf8ByteLength(text: string): number {
 /**
  * Zod schema of a value that came out of `JSON.parse` (a request body field, a frame field): any
  * JSON value, accepted as is. Where the value is stored, its owner checks it for losslessness with
- * its own error code (the durability ledger answers `DURABILITY_INVALID_VALUE`, for example).
+ * its own error code (the durability records answers `DURABILITY_INVALID_VALUE`, for example).
  * Unlike `z.json()` it documents as one plain "any JSON value" schema, not a recursive component.
  */
 export const parsedJsonValueSchema = z.custom<JsonValue>((value) => value !== undefined, { error: "required (undefined is not JSON)" });

@@ -21,7 +21,7 @@
  * successor marks its retry). A lost lease writes nothing.
  */
 import { createDurabilityPort } from '../core/durability/port.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../core/durability/record-contract.js';
+import { isDurabilityRecordStore, type DurabilityRecordStore } from '../core/durability/record-contract.js';
 import type { DurabilityPort, DurabilityPortLike } from '../core/durability/port-types.js';
 import { checkDurabilityScope } from '../core/durability/record-validation.js';
 import { toolCallScope } from '../core/durability/scope.js';
@@ -313,7 +313,7 @@ function failureOf(error: unknown): DurableErrorInfo {
  * even for a tool that never calls the port; a call after `close()` meets a closed port.
  */
 function lazyPort(
-  store: DurabilityLedgerStore,
+  store: DurabilityRecordStore,
   core: SessionCore,
   run: RequestRun,
   view: DurableToolAttemptView,
@@ -359,7 +359,7 @@ async function executeTool(
   const behavior = view.interruptBehavior;
   await validateOwnership(core);
   const store = core.store;
-  const port = core.settings.durability && isDurabilityLedgerStore(store) ? lazyPort(store, core, run, view, behavior) : undefined;
+  const port = core.settings.durability && isDurabilityRecordStore(store) ? lazyPort(store, core, run, view, behavior) : undefined;
   const context: SessionToolContext = {
     sessionId: core.sessionId,
     runId: run.requestId,

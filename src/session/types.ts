@@ -110,7 +110,7 @@ export interface SessionToolContext {
   /**
    * Durability port scoped to `(runId, toolName, toolCallId)`: `step` results, `sleep`
    * deadlines and `waitFor` deliveries survive a crash and are replayed by a retry of the call.
-   * `undefined` when the store does not implement the durability ledger.
+   * `undefined` when the store does not implement the durability records.
    */
   readonly step: DurabilityPortLike['step'] | undefined;
   readonly sleep: DurabilityPortLike['sleep'] | undefined;
@@ -331,7 +331,7 @@ export interface SessionOptions {
   time?: TimeSource;
   /** ID generator (default: `crypto.randomUUID()` with a kind prefix). */
   generateId?: SessionIdGenerator;
-  /** Give tools a durability port when the store has a durability ledger (default `true`). */
+  /** Give tools a durability port when the store has a stream of durability records (default `true`). */
   durability?: boolean;
   /**
    * Projection checkpoints of the Session's journal (default: the journal's policy, when the store

@@ -39,7 +39,7 @@ async function sessionWithCheckpoint(): Promise<{ store: MemoryDurableEventStore
 }
 
 async function verify(store: MemoryDurableEventStore): Promise<VerifyReport> {
-  const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };
+  const report: VerifyReport = { sessionId, events: 0, durabilityRecords: null, defects: [], notes: [] };
   await verifyThroughStore(store, sessionId, report);
   return report;
 }

@@ -143,7 +143,7 @@ describe('checkpoint equivalence', () => {
           expect(store.live !== null).toBe(live);
           // The audit folds the whole log (mutated tail included) and checks the checkpoint at `second`.
           store.events = [...events];
-          const report: VerifyReport = { sessionId, events: 0, ledgerRecords: null, defects: [], notes: [] };
+          const report: VerifyReport = { sessionId, events: 0, durabilityRecords: null, defects: [], notes: [] };
           await verifyThroughStore(store, sessionId as never, report);
           expect(report.checkpoint).toEqual({ sequence: second, status: 'matches' });
           expect(report.defects.filter((defect) => defect.where.startsWith('checkpoint'))).toEqual([]);

@@ -169,13 +169,13 @@ describe('verify', () => {
     lines[0] = lines[0]?.replace('"sequence":2', '"sequence":7') ?? '';
     lines.splice(1, 0, '{"not":"an array"}');
     writeFileSync(files.log, lines.join('\n'));
-    appendFileSync(files.ledger, '{"kind":"sleep"}\n');
+    appendFileSync(files.durability, '{"kind":"sleep"}\n');
     const bad = await runCli(['verify', `jsonl:${root}`, 'broken']);
     expect(bad.code).toBe(2);
     expect(bad.stdout).toContain('DEFECT  broken');
     expect(bad.stdout).toMatch(/log line at byte 0: sequence 7 where 2 was expected/);
     expect(bad.stdout).toContain(`log line at byte ${Buffer.byteLength(lines[0] ?? '') + 1}: not a non-empty JSON array`);
-    expect(bad.stdout).toMatch(/ledger line at byte 0: /);
+    expect(bad.stdout).toMatch(/durability line at byte 0: /);
     expect(bad.stderr).toMatch(/verify found \d+ defect/);
   }, 60_000);
 
@@ -266,12 +266,12 @@ describe('verify: the stored checkpoint', () => {
 describe('copy and fork', () => {
   it('copies between JSONL and SQLite, idempotently, with the ledger', async () => {
     const target = `sqlite:${path.join(dir, 'copy.db')}`;
-    const first = json<{ sessions: { appendedEvents: number; ledger: { appended: number } }[] }>(
+    const first = json<{ sessions: { appendedEvents: number; durability: { appended: number } }[] }>(
       (await runCli(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout,
     );
-    expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, ledger: { appended: 3 } });
+    expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, durability: { appended: 3 } });
     const again = json<{ sessions: unknown[] }>((await runCli(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout);
-    expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, ledger: { appended: 0, verified: 3 } });
+    expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, durability: { appended: 0, verified: 3 } });
     const back = await runCli(['copy', target, `jsonl:${path.join(dir, 'back')}`, '--session', 'perm']);
     expect(back.code).toBe(0);
     const source = json<{ events: { type: string; occurredAt: string; data: unknown }[] }>((await runCli(['events', jsonl, 'perm', '--all', '--json'])).stdout);

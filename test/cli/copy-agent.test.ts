@@ -21,7 +21,7 @@ import type { DurableEventStore } from '../../src/core/store.js';
 import { DurableEventSubscription } from '../../src/core/subscription/subscription.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { EventId, SessionId } from '../../src/protocol/ids.js';
-import { readLedger } from '../../src/inspector/model/inspection.js';
+import { readDurabilityRecords } from '../../src/inspector/model/inspection.js';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
 import { SESSION_ID as MATRIX_SESSION } from '../session/fixtures/matrix-agent.js';
 import { ROOT, runCli, tempDir, type CliRun } from './helpers.js';
@@ -76,7 +76,7 @@ async function readEvents(url: string, sessionId: string): Promise<DurableEventE
 async function ledgerOf(url: string, sessionId: string): Promise<unknown[] | null> {
   const store = open(url);
   try {
-    const records = await readLedger(store, SessionId(sessionId));
+    const records = await readDurabilityRecords(store, SessionId(sessionId));
     return records?.map(({ sessionId: _sessionId, recordedAt: _recordedAt, ...record }) => record) ?? null;
   } finally {
     await store.close?.();
@@ -133,7 +133,7 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-function report(run: CliRun): { appendedEvents: number; verifiedEvents: number; headSequence: number; ledger: unknown } {
+function report(run: CliRun): { appendedEvents: number; verifiedEvents: number; headSequence: number; durability: unknown } {
   expect(run.stderr).toBe('');
   expect(run.code).toBe(0);
   return (JSON.parse(run.stdout) as { sessions: ReturnType<typeof report>[] }).sessions[0] as ReturnType<typeof report>;

@@ -34,12 +34,12 @@ describe('CLI with PostgreSQL', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
     const first = JSON.parse((await runCli(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
-    expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, ledger: { appended: 3 } });
+    expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, durability: { appended: 3 } });
     const again = JSON.parse((await runCli(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
-    expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, ledger: { verified: 3 } });
+    expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, durability: { verified: 3 } });
     const verify = await runCli(['verify', url, 'pg-perm']);
     expect(verify.code).toBe(0);
-    expect(verify.stdout).toContain('ok      pg-perm: 12 events, 3 ledger records');
+    expect(verify.stdout).toContain('ok      pg-perm: 12 events, 3 durability records');
     const plan = JSON.parse((await runCli(['plan', url, 'pg-perm', '--json'])).stdout) as { action: string };
     expect(plan.action).toBe('resolve_permissions');
     const out = await runCli(['copy', url, `sqlite:${path.join(dir, 'from-pg.db')}`, '--session', 'pg-perm']);

@@ -27,7 +27,7 @@ function snapshot(root: string): Map<string, string> {
 
 interface Report {
   ok: boolean;
-  sessions: { sessionId: string; events: number; lines?: number; ledgerRecords: number | null; defects: { where: string; offset?: number; message: string }[]; notes: string[] }[];
+  sessions: { sessionId: string; events: number; lines?: number; durabilityRecords: number | null; defects: { where: string; offset?: number; message: string }[]; notes: string[] }[];
 }
 
 let root: string;
@@ -45,9 +45,9 @@ describe('verify reads a JSONL store read-only', () => {
     // No lock sidecars (a copied or restored directory), torn tails on both files of `perm`.
     for (const files of [perm, broken]) rmSync(files.lock, { force: true });
     const logBytes = statSync(perm.log).size;
-    const ledgerBytes = statSync(perm.ledger).size;
+    const ledgerBytes = statSync(perm.durability).size;
     appendFileSync(perm.log, '[{"sessionId":"perm","seq');
-    appendFileSync(perm.ledger, '{"kind":"st');
+    appendFileSync(perm.durability, '{"kind":"st');
     // `broken`: its second line is not a batch, and a torn tail after the last line.
     const lines = readFileSync(broken.log, 'utf8').split('\n');
     lines.splice(1, 0, '{"not":"an array"}');
@@ -59,11 +59,11 @@ describe('verify reads a JSONL store read-only', () => {
     const report = JSON.parse(all.stdout) as Report;
     const ok = report.sessions.find((session) => session.sessionId === 'perm');
     // Pass 2 ran on `perm` (through a read-only store): the whole log and ledger, not the tails.
-    expect(ok).toMatchObject({ events: 12, ledgerRecords: 3, defects: [] });
+    expect(ok).toMatchObject({ events: 12, durabilityRecords: 3, defects: [] });
     expect(ok?.notes).toEqual(
       expect.arrayContaining([
         `log line at byte ${logBytes} has no newline: a torn tail from an interrupted write (readers ignore it; the next append truncates it)`,
-        `ledger line at byte ${ledgerBytes} has no newline: a torn tail from an interrupted write`,
+        `durability line at byte ${ledgerBytes} has no newline: a torn tail from an interrupted write`,
       ]),
     );
     const bad = report.sessions.find((session) => session.sessionId === 'broken');
@@ -73,7 +73,7 @@ describe('verify reads a JSONL store read-only', () => {
     expect(bad?.notes[0]).toMatch(/^log line at byte \d+ has no newline/);
     const single = await runCli(['verify', `jsonl:${root}`, 'perm']);
     expect(single.code).toBe(0);
-    expect(single.stdout).toContain('ok      perm: 12 events, 3 ledger records');
+    expect(single.stdout).toContain('ok      perm: 12 events, 3 durability records');
 
     expect(snapshot(root)).toEqual(before);
   }, 60_000);

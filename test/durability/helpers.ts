@@ -4,7 +4,7 @@
  */
 import type { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityReadOptions,
   DurabilityReadResult,
 } from '../../src/core/durability/record-contract.js';
@@ -43,7 +43,7 @@ export function tick(ms = 0): Promise<void> {
  * A new store object over `inner`'s ledger WITHOUT `watchDurability` (so only a host `subscribe`
  * or a local delivery can wake its waiters), recording the `after` of every read.
  */
-export function ledgerView(inner: MemoryDurableEventStore): DurabilityLedgerStore & { reads: Array<number | undefined> } {
+export function durabilityView(inner: MemoryDurableEventStore): DurabilityRecordStore & { reads: Array<number | undefined> } {
   const reads: Array<number | undefined> = [];
   return {
     reads,
@@ -59,7 +59,7 @@ export function ledgerView(inner: MemoryDurableEventStore): DurabilityLedgerStor
 export function tamperedStore(
   inner: MemoryDurableEventStore,
   tamper: (page: DurabilityReadResult) => unknown,
-): DurabilityLedgerStore {
+): DurabilityRecordStore {
   return {
     recordDurability: (sessionId, draft, options) => inner.recordDurability(sessionId, draft, options),
     readDurability: async (sessionId, options) => {

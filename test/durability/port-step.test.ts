@@ -7,7 +7,7 @@ import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.
 import { createDurabilityPort } from '../../src/core/durability/port.js';
 import type { JsonValue } from '../../src/protocol/json.js';
 import { readAllRecords } from '../../src/conformance/durability-helpers.js';
-import { deferred, ledgerView, newSessionId, tamperedStore } from './helpers.js';
+import { deferred, durabilityView, newSessionId, tamperedStore } from './helpers.js';
 
 describe('step', () => {
   it('runs the body once and replays the recorded result in later ports', async () => {
@@ -138,8 +138,8 @@ describe('step', () => {
       await gate2.promise;
       return label;
     };
-    const one = createDurabilityPort({ store: ledgerView(shared), sessionId, runId: 'run-1' }).step('k', slow('one'));
-    const two = createDurabilityPort({ store: ledgerView(shared), sessionId, runId: 'run-1' }).step('k', slow('two'));
+    const one = createDurabilityPort({ store: durabilityView(shared), sessionId, runId: 'run-1' }).step('k', slow('one'));
+    const two = createDurabilityPort({ store: durabilityView(shared), sessionId, runId: 'run-1' }).step('k', slow('two'));
     await new Promise((resolve) => setTimeout(resolve, 5));
     gate2.resolve();
     const [r1, r2] = await Promise.all([one, two]);
@@ -154,7 +154,7 @@ describe('step', () => {
     // Records from other runs and writers, before and between the port's steps.
     await inner.recordDurability(sessionId, { kind: 'step', scope: 'other', key: 'x', result: 1 });
     await inner.recordDurability(sessionId, { kind: 'step', scope: 'other', key: 'y', result: 2 });
-    const store = ledgerView(inner);
+    const store = durabilityView(inner);
     const port = createDurabilityPort({ store, sessionId, runId: 'run-1' });
     await port.step('a', () => 'a');
     await inner.recordDurability(sessionId, { kind: 'step', scope: 'other', key: 'z', result: 3 });

@@ -8,7 +8,7 @@ import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.
 import { createDurabilityPort } from '../../src/core/durability/port.js';
 import { readAllRecords } from '../../src/conformance/durability-helpers.js';
 import { ManualTimeSource } from '../../src/core/time.js';
-import { ledgerView, newSessionId, tick } from './helpers.js';
+import { durabilityView, newSessionId, tick } from './helpers.js';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -97,7 +97,7 @@ describe('waitFor', () => {
 
   it('is woken directly by a delivery through the same store object, without watchDurability', async () => {
     const inner = new MemoryDurableEventStore();
-    const store = ledgerView(inner); // no watchDurability, no subscribe
+    const store = durabilityView(inner); // no watchDurability, no subscribe
     const sessionId = newSessionId();
     const waiter = createDurabilityPort({ store, sessionId, runId: 'run-1' });
     const waiting = waiter.waitFor('approval');
@@ -186,7 +186,7 @@ describe('waitFor', () => {
 
   it('sees a delivery appended between its subscribe and its read (subscribe first, then read)', async () => {
     const inner = new MemoryDurableEventStore();
-    const store = ledgerView(inner); // no watchDurability: only subscribe could wake it
+    const store = durabilityView(inner); // no watchDurability: only subscribe could wake it
     const sessionId = newSessionId();
     const events: string[] = [];
     const port = createDurabilityPort({
@@ -211,7 +211,7 @@ describe('waitFor', () => {
     const sessionId = newSessionId();
     let wakeHook: (() => void) | undefined;
     let unsubscribed = 0;
-    const store = ledgerView(inner);
+    const store = durabilityView(inner);
     const port = createDurabilityPort({
       store,
       sessionId,

@@ -50,7 +50,7 @@ describe('Worker inspect route', () => {
     const first = await runCli(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
-    const report = JSON.parse(first.stdout) as { sessions: { appendedEvents: number; verifiedEvents: number; ledger: unknown }[] };
+    const report = JSON.parse(first.stdout) as { sessions: { appendedEvents: number; verifiedEvents: number; durability: unknown }[] };
     expect(report.sessions[0]).toMatchObject({ appendedEvents: 12, verifiedEvents: 0 });
     const again = await runCli(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
     expect(JSON.parse(again.stdout)).toMatchObject({ sessions: [{ appendedEvents: 0, verifiedEvents: 12 }] });

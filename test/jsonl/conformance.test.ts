@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/advanced.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
+import type { DurabilityRecordStore } from '../../src/core/durability/record-contract.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
 import { journalConformanceChecks } from '../../src/conformance/checks-journal.js';
 import { subscriptionConformanceChecks } from '../../src/conformance/checks-subscription.js';
@@ -78,7 +78,7 @@ describe('runStoreConformance against JsonlDurableEventStore', () => {
   });
 
   it('satisfies the store, lease and ledger contracts at the type level', () => {
-    const store = openStore() satisfies DurableEventStore & DurableExecutionLeaseStore & DurabilityLedgerStore;
+    const store = openStore() satisfies DurableEventStore & DurableExecutionLeaseStore & DurabilityRecordStore;
     expect(typeof store.watch).toBe('function');
     expect(typeof store.watchDurability).toBe('function');
   });

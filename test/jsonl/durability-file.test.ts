@@ -26,7 +26,7 @@ async function seeded(count: number): Promise<{ sessionId: SessionId; file: stri
   const sessionId = newSession();
   const store = new JsonlDurableEventStore(root);
   for (let i = 0; i < count; i++) await store.recordDurability(sessionId, step(`k${i}`, i));
-  const file = store.pathsOf(sessionId).ledger;
+  const file = store.pathsOf(sessionId).durability;
   await store.close();
   return { sessionId, file };
 }
@@ -52,7 +52,7 @@ describe('the ledger file', () => {
     const reading = await store.readDurability(sessionId);
     expect(reading.headSequence).toBeNull();
     const paths = store.pathsOf(sessionId);
-    expect(existsSync(paths.ledger)).toBe(false);
+    expect(existsSync(paths.durability)).toBe(false);
     expect(existsSync(paths.lock)).toBe(false);
 
     await store.recordDurability(sessionId, step('a', { zeta: 1, alpha: [2] }));
@@ -60,10 +60,10 @@ describe('the ledger file', () => {
     expect(again.created).toBe(false);
     await store.recordDurability(sessionId, { kind: 'sleep', scope: 'run', key: 'a', untilMs: 5 });
 
-    expect(paths.ledger).toBe(paths.log.replace(/\.jsonl$/, '.ledger.jsonl'));
-    expect(statSync(paths.ledger).mode & 0o777).toBe(0o600);
+    expect(paths.durability).toBe(paths.log.replace(/\.jsonl$/, '.ledger.jsonl'));
+    expect(statSync(paths.durability).mode & 0o777).toBe(0o600);
     expect(existsSync(paths.log)).toBe(false);
-    const stored = lines(paths.ledger).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const stored = lines(paths.durability).map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(stored.map((record) => [record['kind'], record['sequence']])).toEqual([
       ['step', 1],
       ['sleep', 2],
@@ -152,9 +152,9 @@ describe('the ledger file', () => {
       store.append(sessionId, [{ type: 'request_started', requestId: RequestId('r2'), data: {} }]),
       store.recordDurability(sessionId, step('y')),
     ]);
-    const { log, ledger } = store.pathsOf(sessionId);
+    const { log, durability } = store.pathsOf(sessionId);
     expect(lines(log)).toHaveLength(2);
-    expect(lines(ledger)).toHaveLength(2);
+    expect(lines(durability)).toHaveLength(2);
     expect(lines(log).every((line) => line.startsWith('['))).toBe(true);
     await store.close();
   });

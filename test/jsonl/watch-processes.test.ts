@@ -116,7 +116,7 @@ describe('cross-process notification', () => {
       expect(notice.sessionId).toBe(sessionId);
       notices.push(notice.lastSequence);
     });
-    expect(fileWatchState(store.pathsOf(sessionId).ledger).watching).toBe(true);
+    expect(fileWatchState(store.pathsOf(sessionId).durability).watching).toBe(true);
     await runFixture('paced-writer', [root, sessionId, 'ledger', '3', '10']);
     await until(() => notices.at(-1) === 4, 'a notice of record 4');
     expect(strictlyIncreasing(notices)).toBe(true);

@@ -20,7 +20,7 @@ import {
   type DurabilityConformanceStore,
 } from '../../src/conformance/index.js';
 import type { DurableEventStore, DurableExecutionLeaseStore } from '../../src/core/store.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
+import type { DurabilityRecordStore } from '../../src/core/durability/record-contract.js';
 import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
 const url = postgresUrl();
@@ -123,7 +123,7 @@ describe('conformance against PostgresDurableEventStore', () => {
   });
 
   it('satisfies the store, lease and ledger contracts at the type level', () => {
-    const store = shared satisfies DurableEventStore & DurableExecutionLeaseStore & DurabilityLedgerStore;
+    const store = shared satisfies DurableEventStore & DurableExecutionLeaseStore & DurabilityRecordStore;
     expect(typeof store.watch).toBe('function');
     expect(typeof store.watchDurability).toBe('function');
   });

@@ -12,7 +12,7 @@ import {
   type DurabilityConformanceStore,
 } from '../../src/conformance/checks-durability.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
+import type { DurabilityRecordStore } from '../../src/core/durability/record-contract.js';
 import type { DurableEventStore } from '../../src/core/store.js';
 import { tempDir } from './helpers.js';
 
@@ -50,7 +50,7 @@ describe('durability conformance against SqliteDurableEventStore', () => {
   });
 
   it('satisfies the ledger contract at the type level', () => {
-    const store = openStore() satisfies DurableEventStore & DurabilityLedgerStore;
+    const store = openStore() satisfies DurableEventStore & DurabilityRecordStore;
     expect(typeof store.watchDurability).toBe('function');
   });
 });

@@ -18,7 +18,7 @@ import {
   type DurabilityConformanceStore,
 } from '../../src/conformance/checks-durability.js';
 import { runStoreConformance, storeConformanceChecks } from '../../src/conformance/index.js';
-import type { DurabilityLedgerStore } from '../../src/core/durability/record-contract.js';
+import type { DurabilityRecordStore } from '../../src/core/durability/record-contract.js';
 import type { DurableEventStore } from '../../src/core/store.js';
 import type { SessionObject } from '../../src/edge/session-object.js';
 import { freshSession, objectOf } from './durability-helpers.js';
@@ -62,7 +62,7 @@ describe('durability conformance in workerd', () => {
   });
 
   it('satisfies the ledger contract at the type level', () => {
-    const store = new DurableObjectEventStore(env.SESSIONS) satisfies DurableEventStore & DurabilityLedgerStore;
+    const store = new DurableObjectEventStore(env.SESSIONS) satisfies DurableEventStore & DurabilityRecordStore;
     expect(typeof store.recordDurability).toBe('function');
   });
 });

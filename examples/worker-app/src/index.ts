@@ -2,7 +2,7 @@
  * A user's own Worker with agent-ledger mounted.
  *
  * - `Agents` is this app's SessionObject: one Durable Object per session holds the event log, the
- *   lease and the durability ledger; `sessionAgent()` mounts one agent with one durable tool (no
+ *   lease and the durability records; `sessionAgent()` mounts one agent with one durable tool (no
  *   model here: the tool is started as a run; add a `model` and the model calls the same tool).
  * - `routeSessionRequest` serves every ledger route (events, subscriptions, commands, recovery,
  *   runs, tokens, OpenAPI, /docs) for the `AGENTS` binding and answers `null` for other paths,

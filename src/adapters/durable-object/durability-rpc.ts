@@ -5,7 +5,7 @@
  *
  * Like the store methods (see `rpc.ts`), every method answers with an `RpcResult` envelope, so a
  * `DurabilityError` keeps its class and code across RPC. A tool call started here runs INSIDE the
- * session's object; its progress is recorded in the session's durability ledger (`run_event`
+ * session's object; its progress is recorded in the session's durability records (`run_event`
  * records under the call's scope) and pushed to WebSocket subscribers as
  * {@link SubscriberDurabilityMessage} frames.
  */
@@ -72,7 +72,7 @@ export interface RunDeliveryInput {
   payload: JsonValue;
 }
 
-/** Answer of `deliver`: the ledger receipt, and the tool calls resumed by replay (evicted waiters). */
+/** Answer of `deliver`: the durability receipt, and the tool calls resumed by replay (evicted waiters). */
 export interface RunDeliveryReceipt extends DeliveryReceipt {
   resumed: string[];
 }
@@ -99,7 +99,7 @@ export interface SessionObjectDurabilityRpc {
   runToolCall(sessionId: string, input: StartToolCallInput): Promise<RpcResult<ToolCallState>>;
   /** Records a delivery, wakes live waiters and resumes evicted ones of the run by replay. */
   deliver(sessionId: string, input: RunDeliveryInput): Promise<RpcResult<RunDeliveryReceipt>>;
-  /** The run's tool calls, from the object's run table and ledger. */
+  /** The run's tool calls, from the object's run table and durability records. */
   getRun(sessionId: string, runId: string): Promise<RpcResult<RunState>>;
 }
 
@@ -107,6 +107,6 @@ export interface SessionObjectDurabilityRpc {
  * The WebSocket frame a session's subscribers receive for every durability record created in the
  * session (steps, sleeps, waits, deliveries, run progress), once it committed: the `durability`
  * row of `src/protocol/frames.ts`, with the record typed. It carries no cursor (records have their
- * own `sequence`) and is not replayed on connect — read the ledger (`readDurability`) for history.
+ * own `sequence`) and is not replayed on connect — read the durability records (`readDurability`) for history.
  */
 export type SubscriberDurabilityMessage = SubscriberDurabilityFrame<DurabilityRecord>;

@@ -17,7 +17,7 @@
  */
 import { abortReason, throwIfAborted } from '../../core/abort.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityReadOptions,
   DurabilityReadResult,
   DurabilityRecordDraft,
@@ -95,7 +95,7 @@ export function sessionObjectRpc(namespace: SessionObjectNamespaceLike, sessionI
  * };
  */
 export class DurableObjectEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore, DurableCheckpointStore
 {
   readonly #namespace: SessionObjectNamespaceLike;
 
@@ -259,7 +259,7 @@ export class DurableObjectEventStore
   }
 
   /**
-   * Records in the session's durability ledger (inside its object). The draft is validated here
+   * Records in the session's durability records (inside its object). The draft is validated here
    * first: structured cloning would turn an accessor into a plain value the object could not refuse.
    * A failed transport is `DURABLE_EVENT_WRITE_FAILED` (the record may exist: recording it again
    * is idempotent).
@@ -279,7 +279,7 @@ export class DurableObjectEventStore
     );
   }
 
-  /** Reads one page of the session's durability ledger. (No `watchDurability`: RPC has no push.) */
+  /** Reads one page of the session's durability records. (No `watchDurability`: RPC has no push.) */
   async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
     const rpcOptions = {
       ...(options?.after === undefined ? {} : { after: options.after }),

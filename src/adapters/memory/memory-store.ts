@@ -6,9 +6,9 @@
  * arrays. Calls are synchronous under the hood, so each one is trivially atomic; watchers run
  * after the batch is stored.
  *
- * It also keeps each session's durability ledger (`recordDurability` / `readDurability` /
+ * It also keeps each session's durability records (`recordDurability` / `readDurability` /
  * `watchDurability`): an array of records plus an index by identity, with every decision taken
- * by the core ledger engine and every record parsed again on read.
+ * by the core durability record engine and every record parsed again on read.
  */
 import { throwIfAborted } from '../../core/abort.js';
 import {
@@ -51,7 +51,7 @@ import type {
   StoreTestHooks,
 } from '../../core/store.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityNotice,
   DurabilityReadOptions,
@@ -116,7 +116,7 @@ interface SessionState {
   events: DurableEventEnvelope[];
   lease: LeaseState | null;
   listeners: Set<DurableAppendListener>;
-  /** The durability ledger: record `n` sits at index `n - 1`. */
+  /** The durability records: record `n` sits at index `n - 1`. */
   durability: DurabilityRecord[];
   /** Durability records by `durabilityIdentity`. */
   durabilityByIdentity: Map<string, DurabilityRecord>;
@@ -140,7 +140,7 @@ interface SessionState {
  * });
  */
 export class MemoryDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableLiveCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore, DurableCheckpointStore, DurableLiveCheckpointStore
 {
   readonly #sessions = new Map<string, SessionState>();
   readonly #clock: () => number;
@@ -358,7 +358,7 @@ export class MemoryDurableEventStore
     return (this.#sessions.get(checkSessionId(sessionId))?.lease ?? null) !== null;
   }
 
-  /** Appends a durability record unless its identity exists; see {@link DurabilityLedgerStore.recordDurability}. */
+  /** Appends a durability record unless its identity exists; see {@link DurabilityRecordStore.recordDurability}. */
   async recordDurability(
     sessionId: SessionId,
     draft: DurabilityRecordDraft,
@@ -384,11 +384,11 @@ export class MemoryDurableEventStore
       const notice = { sessionId: id, lastSequence: planned.record.sequence };
       for (const listener of [...state.durabilityListeners]) queueMicrotask(() => notifyDurability(listener, notice));
     }
-    // Parsing copies: the caller never holds a reference into the ledger.
+    // Parsing copies: the caller never holds a reference into the stored records.
     return { record: parseDurabilityRecord(planned.record), created: planned.created };
   }
 
-  /** Reads one page of the session's durability ledger; see {@link DurabilityLedgerStore.readDurability}. */
+  /** Reads one page of the session's durability records; see {@link DurabilityRecordStore.readDurability}. */
   async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
     throwIfAborted(options?.signal);
     const id = checkDurabilitySessionId(sessionId);

@@ -1,5 +1,5 @@
 /**
- * The durability ledger on PostgreSQL: `recordDurability` reads the ledger head and any record
+ * The durability records on PostgreSQL: `recordDurability` reads the durability head and any record
  * with the draft's identity in one statement, lets the core engine decide, and inserts a new
  * record with one conditional statement (a moved head or a duplicate identity reads and decides
  * again); `readDurability` reads a page, checking every record against its position and row.
@@ -40,7 +40,7 @@ interface RecordRow {
   body: string | null;
 }
 
-/** The durability ledger of one store. */
+/** The durability records of one store. */
 export class PostgresDurability {
   constructor(
     private readonly connection: PostgresConnection,
@@ -92,7 +92,7 @@ export class PostgresDurability {
       }
       if (count === 1) {
         const known = this.writes.remembered(id);
-        if (known !== undefined) this.writes.remember(id, { ...known, exists: true, ledgerHead: record.sequence });
+        if (known !== undefined) this.writes.remember(id, { ...known, exists: true, durabilityHead: record.sequence });
         return planned;
       }
     }

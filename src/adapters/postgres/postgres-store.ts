@@ -1,9 +1,9 @@
 /**
  * PostgresDurableEventStore: the full store contract (events, execution leases with fencing, the
- * durability ledger, projection checkpoints) on PostgreSQL, for fleets of Node processes on several machines.
+ * durability records, projection checkpoints) on PostgreSQL, for fleets of Node processes on several machines.
  *
  * How a write works (append, lease change, durability record):
- * 1. read the session's row (head, lease state, ledger head) — or take it from this store's
+ * 1. read the session's row (head, lease state, durability head) — or take it from this store's
  *    memory of the last state it read or wrote;
  * 2. let the core engine decide on that state (`planAppend`, `decideAcquire`, ...);
  * 3. send ONE statement that updates the row only if it still holds exactly that state and, in
@@ -31,7 +31,7 @@
 import type { DurableCheckpointRecord, DurableCheckpointStore } from '../../core/checkpoint/contract.js';
 import type { DurableEventDigestReadOptions, DurableEventDigestRow, DurableEventDigestStore } from '../../core/checkpoint/event-digest.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityReadOptions,
   DurabilityReadResult,
@@ -100,7 +100,7 @@ export { MAX_OPTIMISTIC_ATTEMPTS } from './session-writes.js';
  * await store.close();
  */
 export class PostgresDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableEventDigestStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore, DurableCheckpointStore, DurableEventDigestStore
 {
   /** The PostgreSQL schema holding the tables. */
   readonly schema: string;
@@ -254,7 +254,7 @@ export class PostgresDurableEventStore
     return this.#watchers.add('d', checkDurabilitySessionId(sessionId), listener);
   }
 
-  // ---- the durability ledger ----------------------------------------------------------------
+  // ---- the durability records ----------------------------------------------------------------
 
   recordDurability(sessionId: SessionId, draft: DurabilityRecordDraft, options?: DurableStoreCallOptions): Promise<DurabilityRecordResult> {
     return this.#durability.recordDurability(sessionId, draft, options);

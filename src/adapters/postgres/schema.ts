@@ -2,12 +2,12 @@
  * The PostgreSQL schema: versioned migrations, applied by the store or printed for a DBA.
  *
  * Everything lives in one PostgreSQL schema (default `agent_ledger`, see {@link checkSchemaName}),
- * so one database can host several independent ledgers and nothing touches `public`:
+ * so one database can host several independent stores and nothing touches `public`:
  * - `schema_migrations(version, description, applied_at)`: one row per applied migration.
  * - `sessions`: one row per session that has events, lease state or durability records. It is
  *   the session's serialization point: `head` (last event sequence, 0 when none), the execution
  *   lease columns with `lease_version` (bumped by every lease change), and `ledger_head` (last
- *   durability record sequence). Every write is a single statement that updates this row only if
+ *   durability record sequence; a storage name, kept for existing databases). Every write is a single statement that updates this row only if
  *   it still holds the values the core engine decided on (see `postgres-store.ts`).
  * - `events(session_id, sequence, command_id, body, tx_id, position, digest)`: one row per event. The
  *   primary key `(session_id, sequence)` makes a duplicate sequence impossible whatever the
@@ -15,7 +15,7 @@
  *   `body` is the exact JSON the engine measured. `tx_id` and `position` (migration 2) give a
  *   global order across sessions that never skips a transaction committing late. `digest`
  *   (migration 5) is the event's content digest, written with the row (NULL on older rows).
- * - `durability_records(session_id, sequence, identity, kind, body)`: the durability ledger,
+ * - `durability_records(session_id, sequence, identity, kind, body)`: the durability records,
  *   `UNIQUE (session_id, identity)` backing first-writer-wins.
  * - `checkpoints(session_id, sequence, event_id, data, written_at, chunks, bytes)` (migrations 3
  *   and 4): the head of the latest projection checkpoint per session, and

@@ -24,10 +24,10 @@ export interface SessionState {
   head: number;
   leaseVersion: number;
   lease: LeaseState | null;
-  ledgerHead: number;
+  durabilityHead: number;
 }
 
-const EMPTY_STATE: SessionState = { exists: false, head: 0, leaseVersion: 0, lease: null, ledgerHead: 0 };
+const EMPTY_STATE: SessionState = { exists: false, head: 0, leaseVersion: 0, lease: null, durabilityHead: 0 };
 
 interface StateRow {
   head: string;
@@ -63,7 +63,7 @@ function parseStateRow(row: StateRow | undefined): SessionState {
     head: integer(row.head, 'head'),
     leaseVersion,
     lease,
-    ledgerHead: integer(row.ledger_head, 'ledger_head'),
+    durabilityHead: integer(row.ledger_head, 'ledger_head'),
   };
 }
 

@@ -68,7 +68,7 @@ export function postgresStatements(schema: string) {
       `VALUES ($1, 1, $3, $4, $5::bigint, $6::bigint, $7::bigint, $8) ` +
       `ON CONFLICT (session_id) DO UPDATE SET lease_version = cur.lease_version + 1, ${leaseSet} ` +
       `WHERE cur.lease_version = $2::bigint RETURNING lease_version::text AS lease_version`,
-    /** $1 session, $2 old ledger head, $3 new sequence, $4 identity, $5 kind, $6 body. */
+    /** $1 session, $2 old durability head, $3 new sequence, $4 identity, $5 kind, $6 body. */
     recordExisting:
       `WITH s AS (UPDATE ${sessions} SET ledger_head = $3::bigint WHERE session_id = $1 AND ledger_head = $2::bigint ` +
       `RETURNING 1) ${insertRecord}`,
@@ -94,7 +94,7 @@ export function postgresStatements(schema: string) {
     readHead: `SELECT head::text AS head FROM ${sessions} WHERE session_id = $1`,
     /** $1 session IDs. */
     readHeads: `SELECT session_id, head::text AS head, ledger_head::text AS ledger_head FROM ${sessions} WHERE session_id = ANY($1::text[])`,
-    /** $1 session, $2 identity: the ledger head and the record stored under the identity. */
+    /** $1 session, $2 identity: the durability head and the record stored under the identity. */
     readRecordState:
       `SELECT s.ledger_head::text AS ledger_head, r.sequence::text AS sequence, r.identity, r.kind, r.body ` +
       `FROM (SELECT $1::text AS session_id) k LEFT JOIN ${sessions} s ON s.session_id = k.session_id ` +

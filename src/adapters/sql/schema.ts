@@ -51,14 +51,15 @@ export const SQL_MIGRATIONS: ReadonlyArray<readonly string[]> = [
       session_id TEXT PRIMARY KEY,
       state TEXT NOT NULL
     )`,
-    // Small key/value facts about the database itself (e.g. the session a Durable Object serves).
+    // Small key/value facts about the database itself (e.g. the session a Durable Object serves);
+    // `ledger_meta` is a storage name (the product's), kept for existing databases.
     `CREATE TABLE IF NOT EXISTS ledger_meta (
       key TEXT PRIMARY KEY,
       value TEXT NOT NULL
     )`,
   ],
   [
-    // The durability ledger (see sql-durability.ts): one row per record, `body` the canonical
+    // The durability records (see sql-durability.ts): one row per record, `body` the canonical
     // record JSON; `identity` is `durabilityIdentity(record)`, unique per session, which is what
     // makes the first writer win.
     `CREATE TABLE IF NOT EXISTS durability_records (

@@ -1,10 +1,10 @@
 /**
- * SqlDurability: the durability ledger (`DurabilityLedgerStore`) as synchronous calls over a
+ * SqlDurability: the durability records (`DurabilityRecordStore`) as synchronous calls over a
  * {@link SqlDriver}, next to the event log in the same database.
  *
  * Recording a draft is ONE synchronous `driver.transaction`:
  * 1. the draft was validated before (`validateDurabilityDraft`), outside the transaction;
- * 2. inside it: look up the row stored under `durabilityIdentity(draft)` and the ledger head,
+ * 2. inside it: look up the row stored under `durabilityIdentity(draft)` and the durability head,
  *    let the core engine decide (`planDurabilityRecord`: existing record, conflict, or the next
  *    record), and when it is new INSERT one row `(session_id, sequence, identity, kind, body)`
  *    (`body` is the record's JSON in its own key order, so replays return identical values);
@@ -15,7 +15,7 @@
  * constraint backs first-writer-wins in the schema as well. Listeners hear of created records
  * only after the transaction returned.
  *
- * Reads need no transaction (the ledger is append-only): read the head, then rows `<= head`.
+ * Reads need no transaction (the records are append-only): read the head, then rows `<= head`.
  * Every row is decoded strictly and checked against its columns and position; anything else is
  * `DURABILITY_CORRUPT_RECORD`. Driver failures become `DURABLE_EVENT_WRITE_FAILED` /
  * `DURABLE_EVENT_READ_FAILED`, as for events.
@@ -51,7 +51,7 @@ export interface SqlDurabilityOptions {
   /**
    * Runs inside every transaction that CREATES a record, after its row is written. Throwing
    * rolls the record back (and the call fails with the error). Hosts use it to keep derived
-   * rows (such as a Durable Object's timers) atomic with the durability ledger.
+   * rows (such as a Durable Object's timers) atomic with the durability records.
    */
   onCreateWithin?: (record: DurabilityRecord) => void;
 }
@@ -90,7 +90,7 @@ function guard<T>(code: 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_READ_FAILE
 }
 
 /**
- * The synchronous durability ledger over a migrated {@link SqlDriver} (construct the event
+ * The synchronous durability records over a migrated {@link SqlDriver} (construct the event
  * `SqlEventLog` first, or call `migrateSqlSchema`). Used by `SqlDurableEventStore`, and directly by
  * code that runs next to the database (the Durable Object).
  *
@@ -122,7 +122,7 @@ export class SqlDurability {
   }
 
   /**
-   * Records `draft` unless its identity exists; see `DurabilityLedgerStore.recordDurability`.
+   * Records `draft` unless its identity exists; see `DurabilityRecordStore.recordDurability`.
    * `within` runs inside the same transaction (created or not); throwing rolls everything back.
    */
   record(sessionId: SessionId, draft: DurabilityRecordDraft, within?: SqlDurabilityWithin): DurabilityRecordResult {
@@ -163,7 +163,7 @@ export class SqlDurability {
     }
   }
 
-  /** Reads one page; see `DurabilityLedgerStore.readDurability`. */
+  /** Reads one page; see `DurabilityRecordStore.readDurability`. */
   read(sessionId: SessionId, options?: Pick<DurabilityReadOptions, 'after' | 'limit'>): DurabilityReadResult {
     const id = checkDurabilitySessionId(sessionId);
     const plan = planDurabilityRead(options);
@@ -181,7 +181,7 @@ export class SqlDurability {
     });
   }
 
-  /** The ledger head of `sessionId` (`null` when empty). */
+  /** The durability head of `sessionId` (`null` when empty). */
   head(sessionId: SessionId): number | null {
     const id = checkDurabilitySessionId(sessionId);
     return guard('DURABLE_EVENT_READ_FAILED', () => this.#head(id));
@@ -197,7 +197,7 @@ export class SqlDurability {
     const rows = this.driver.query<{ head: number | null }>(SELECT_HEAD, sessionId);
     const head = rows[0]?.head ?? null;
     if (head === null) return null;
-    if (!Number.isSafeInteger(head) || head < 1) throw corrupt(sessionId, `ledger head ${String(head)} is invalid`);
+    if (!Number.isSafeInteger(head) || head < 1) throw corrupt(sessionId, `durability head ${String(head)} is invalid`);
     return head;
   }
 

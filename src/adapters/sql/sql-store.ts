@@ -6,7 +6,7 @@
  * never torn by an abort. `watch` listeners hear of an append only after its transaction
  * committed, on a later microtask, so a slow listener cannot hold the write.
  *
- * The durability ledger (`recordDurability` / `readDurability` / `watchDurability`) lives in the
+ * The durability records (`recordDurability` / `readDurability` / `watchDurability`) lives in the
  * same database and goes through the same connection ({@link SqlDurability}): a record is one
  * transaction in the events' transaction domain, and `watchDurability` listeners hear of a
  * CREATED record only after its transaction committed, on a later microtask.
@@ -20,7 +20,7 @@ import type { DurableEventDigestReadOptions, DurableEventDigestRow, DurableEvent
 import { SqlCheckpoints } from './sql-checkpoints.js';
 import { throwIfAborted } from '../../core/abort.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityReadOptions,
   DurabilityReadResult,
@@ -54,7 +54,7 @@ import { SqlEventLog, type SqlCommit, type SqlEventLogOptions } from './sql-even
 export interface SqlDurableEventStoreOptions extends SqlEventLogOptions {
   /**
    * Runs inside every transaction that creates a durability record, after its row is written;
-   * throwing rolls the record back. For hosts that keep derived rows atomic with the durability ledger.
+   * throwing rolls the record back. For hosts that keep derived rows atomic with the durability records.
    */
   onDurabilityCreateWithin?: (record: DurabilityRecord) => void;
 }
@@ -68,13 +68,13 @@ export interface SqlDurableEventStoreOptions extends SqlEventLogOptions {
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  */
 export class SqlDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore, DurableEventDigestStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore, DurableCheckpointStore, DurableEventDigestStore
 {
   /** The synchronous core, for code that runs next to the database. */
   readonly eventLog: SqlEventLog;
   /** Projection checkpoints (same database, own transactions). */
   readonly checkpoints: SqlCheckpoints;
-  /** The synchronous durability ledger core (same driver, same transaction domain). */
+  /** The synchronous durability records core (same driver, same transaction domain). */
   readonly durability: SqlDurability;
   readonly #watchers = new Map<string, Set<DurableAppendListener>>();
   readonly #durabilityWatchers = new Map<string, Set<DurabilityListener>>();
@@ -84,7 +84,7 @@ export class SqlDurableEventStore
     this.eventLog = new SqlEventLog(driver, eventLogOptions);
     this.eventLog.onCommit((commit) => this.#dispatch(commit));
     this.checkpoints = new SqlCheckpoints(this.eventLog.driver);
-    // The ledger's driver: in single-writer mode it notices failed transactions (see SqlEventLog).
+    // The log's driver: in single-writer mode it notices failed transactions (see SqlEventLog).
     this.durability = new SqlDurability(this.eventLog.driver, {
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(onDurabilityCreateWithin === undefined ? {} : { onCreateWithin: onDurabilityCreateWithin }),
@@ -177,10 +177,10 @@ export class SqlDurableEventStore
     };
   }
 
-  /** Hook for subclasses that poll for foreign writes only while someone watches (events or ledger). */
+  /** Hook for subclasses that poll for foreign writes only while someone watches (events or durability records). */
   protected watchersChanged(): void {}
 
-  // ---- the durability ledger ----------------------------------------------------------------
+  // ---- the durability records ----------------------------------------------------------------
 
   async recordDurability(
     sessionId: SessionId,
@@ -214,7 +214,7 @@ export class SqlDurableEventStore
     };
   }
 
-  /** Tells this store's ledger watchers about a record (created here, or seen committed by another party). */
+  /** Tells this store's durability watchers about a record (created here, or seen committed by another party). */
   protected notifyDurabilityWatchers(sessionId: SessionId, lastSequence: number): void {
     const listeners = this.#durabilityWatchers.get(sessionId);
     if (listeners === undefined) return;
@@ -230,7 +230,7 @@ export class SqlDurableEventStore
     }
   }
 
-  /** Sessions that currently have at least one ledger watcher. */
+  /** Sessions that currently have at least one durability watcher. */
   protected durabilityWatchedSessions(): SessionId[] {
     // SAFETY: keys are only ever inserted by `watchDurability`, after `checkDurabilitySessionId`.
     return [...this.#durabilityWatchers.keys()] as SessionId[];

@@ -1,6 +1,6 @@
 /**
  * Run routes: durable tool calls executed inside the session's object, deliveries to waiting
- * tools, the run's status, and the session's durability ledger.
+ * tools, the run's status, and the session's durability records.
  *
  * - `POST /v1/sessions/{sessionId}/runs/{runId}/tool-calls` starts a call of a tool of the
  *   object's mount (`SessionObject.sessionAgent()`, the tools its model calls too) and answers 202
@@ -8,7 +8,7 @@
  *   session's WebSocket and in the status route. Posting the same call again is idempotent (and resumes it if nothing runs it).
  * - `POST .../deliveries` records a delivery for `waitFor(key)` (idempotent by `deliveryId`),
  *   wakes a live waiter, or resumes an evicted one by replay.
- * - `GET .../runs/{runId}` reports the run's tool calls; `GET .../durability` pages the ledger.
+ * - `GET .../runs/{runId}` reports the run's tool calls; `GET .../durability` pages the durability records.
  * The object does the validating that matters (lossless JSON, mounted tools); the zod schemas
  * here keep garbage out and document the API.
  */
@@ -91,7 +91,7 @@ const runStateSchema = z
 
 const durabilityRecordSchema = z
   .looseObject({ kind: z.string(), sequence: z.number().int(), sessionId: z.string(), recordedAt: z.string() })
-  .meta({ id: 'DurabilityRecord', description: 'A ledger record: step, sleep, wait, wait_timeout, delivery or run_event.' });
+  .meta({ id: 'DurabilityRecord', description: 'A durability record: step, sleep, wait, wait_timeout, delivery or run_event.' });
 
 const durabilityPageSchema = z
   .strictObject({
@@ -111,7 +111,7 @@ function integerQuery(min: number, max: number, label: string) {
 }
 
 const durabilityQuerySchema = z.strictObject({
-  after: integerQuery(1, Number.MAX_SAFE_INTEGER, 'after').optional().meta({ description: 'Exclusive lower bound (a ledger sequence).' }),
+  after: integerQuery(1, Number.MAX_SAFE_INTEGER, 'after').optional().meta({ description: 'Exclusive lower bound (a record sequence).' }),
   limit: integerQuery(1, MAX_DURABILITY_READ_LIMIT, 'limit').optional().meta({ description: 'Page size (default 100).' }),
 });
 
@@ -148,7 +148,7 @@ export function runRoutes(): RouteDefinition[] {
       summary: 'Start a durable tool call inside the session object',
       description:
         'Answers 202 once the call is stored; it then runs in the object. Steps, sleeps and waits are recorded in the ' +
-        'durability ledger; a sleep survives eviction (the object alarm resumes the call by replay). The final outcome ' +
+        'durability records; a sleep survives eviction (the object alarm resumes the call by replay). The final outcome ' +
         'is a run_event record "run". Repeating the request is idempotent.',
       tags: ['runs'],
       scope: 'append',
@@ -214,7 +214,7 @@ export function runRoutes(): RouteDefinition[] {
       method: 'get',
       path: HTTP_PATHS.durability,
       operationId: 'readDurability',
-      summary: 'Read one page of the session durability ledger',
+      summary: 'Read one page of the session durability records',
       tags: ['runs'],
       scope: 'read',
       query: durabilityQuerySchema,

@@ -7,7 +7,7 @@
  * learn of it through the store's `watchDurability` or the host's `subscribe`).
  */
 import type { DurableStoreCallOptions } from '../call-options.js';
-import type { DurabilityLedgerStore } from './record-contract.js';
+import type { DurabilityRecordStore } from './record-contract.js';
 import { checkDurabilitySessionId } from './record-engine.js';
 import type { DeliveryInput, DeliveryReceipt } from './port-types.js';
 import { wakeLocalWaiters } from './store-local.js';
@@ -19,7 +19,7 @@ import { wakeLocalWaiters } from './store-local.js';
  * await deliverDurably(store, sessionId, { runId: 'run-1', key: 'approval', deliveryId: 'd-1', payload: { ok: true } });
  */
 export async function deliverDurably(
-  store: DurabilityLedgerStore,
+  store: DurabilityRecordStore,
   sessionId: string,
   input: DeliveryInput & { runId: string },
   options?: DurableStoreCallOptions,

@@ -1,18 +1,18 @@
 /**
- * The durability port and its ledger: `step`, `sleep` and `waitFor` for tool handlers, backed by
- * a per-session, append-only durability ledger that every store backend keeps next to its event
+ * The durability port and its records: `step`, `sleep` and `waitFor` for tool handlers, backed by
+ * a per-session, append-only stream of durability records that every store backend keeps next to its event
  * log. See `docs/durability.md`.
  */
 export {
   DEFAULT_DURABILITY_READ_LIMIT,
-  isDurabilityLedgerStore,
+  isDurabilityRecordStore,
   MAX_DURABILITY_READ_LIMIT,
   MAX_DURABILITY_RECORD_BYTES,
   MAX_DURABILITY_SCOPE_LENGTH,
 } from './record-contract.js';
 export type {
   DurabilityDeliveryDraft,
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityNotice,
   DurabilityReadOptions,
@@ -49,7 +49,7 @@ export {
   type DurabilityReadPlan,
   type DurabilityRecordExpectation,
 } from './record-engine.js';
-export { DurabilityLedgerView, type WaitDecision } from './record-view.js';
+export { DurabilityRecordView, type WaitDecision } from './record-view.js';
 export { MAX_TIMER_INTERVAL_MS } from './local-wait.js';
 export { createDurabilityPort } from './port.js';
 export { deliverDurably } from './deliver.js';

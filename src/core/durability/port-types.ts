@@ -4,20 +4,20 @@
 import type { JsonValue } from '../../protocol/json.js';
 import type { SessionId } from '../../protocol/ids.js';
 import type { TimeSource } from '../time.js';
-import type { DurabilityLedgerStore } from './record-contract.js';
+import type { DurabilityRecordStore } from './record-contract.js';
 
 /**
  * A host hook that wakes waiters when another process may have appended a delivery. The port
- * calls it when a wait begins, BEFORE reading the ledger (so a delivery racing the registration
+ * calls it when a wait begins, BEFORE reading the records (so a delivery racing the registration
  * is still read), and calls the returned unsubscribe when that wait completes or is cancelled.
  */
 export type DurabilitySubscribe = (wake: () => void) => () => void;
 
 /** Options of `createDurabilityPort`. */
 export interface DurabilityPortOptions {
-  /** Where the ledger lives. In-flight steps are shared only between ports of this same object. */
-  store: DurabilityLedgerStore;
-  /** The session (conversation) whose ledger records the facts. */
+  /** Where the durability records live. In-flight steps are shared only between ports of this same object. */
+  store: DurabilityRecordStore;
+  /** The session (conversation) whose durability records hold the facts. */
   sessionId: SessionId | string;
   /** The run deliveries are addressed to (and, for a standalone port, the scope). */
   runId: string;
@@ -55,7 +55,7 @@ export interface WaitForOptions {
 
 /**
  * How a `waitFor` ended. `delivered` carries a detached copy of the first delivery's payload;
- * `timed_out` means the recorded timeout came first in the ledger. Replays return the same.
+ * `timed_out` means the recorded timeout came first in record order. Replays return the same.
  */
 export type WaitForResult<T extends JsonValue = JsonValue> =
   | { status: 'delivered'; payload: T; deliveryId: string; sequence: number }
@@ -75,7 +75,7 @@ export interface DeliveryInput {
 /** What a delivery did. */
 export interface DeliveryReceipt {
   deliveryId: string;
-  /** Ledger sequence of the delivery record. */
+  /** Record sequence of the delivery record. */
   sequence: number;
   /** False when this delivery ID was already recorded (nothing changed). */
   created: boolean;

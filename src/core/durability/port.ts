@@ -1,8 +1,8 @@
 /**
- * The durability port: `step`, `sleep` and `waitFor` over a session's durability ledger.
+ * The durability port: `step`, `sleep` and `waitFor` over a session's durability records.
  *
  * How a call works:
- * 1. The port keeps a {@link DurabilityLedgerView} of the ledger, filled by cursor reads that
+ * 1. The port keeps a {@link DurabilityRecordView} of the records, filled by cursor reads that
  *    start where the previous one stopped (one read at a time; concurrent requests share it).
  * 2. `step(key, body)`: a record already in the view is returned (as a detached copy). Otherwise
  *    the step becomes in-flight work on the store object — a concurrent call with the same key on
@@ -11,8 +11,8 @@
  * 3. `sleep(key, d)`: the deadline is recorded once; the wait itself is local and timer-based.
  * 4. `waitFor(key)`: subscribe to wake-ups first (host `subscribe`, store `watchDurability`, local
  *    deliveries), then read, then record the wait (with its timeout deadline) once. The first
- *    delivery to `(runId, key)` in ledger order wins unless the wait's `wait_timeout` record comes
- *    first; at the deadline the port records `wait_timeout` and lets the ledger order decide.
+ *    delivery to `(runId, key)` in record order wins unless the wait's `wait_timeout` record comes
+ *    first; at the deadline the port records `wait_timeout` and lets the record order decide.
  *    Unsubscription runs however the wait ends. Nothing polls: reads happen at the start, on a
  *    wake-up and at the deadline.
  * 5. The port's signal (or `close()`) rejects pending calls with an `AbortError`; records already
@@ -24,7 +24,7 @@ import { isTimeSource, systemTime } from '../time.js';
 import { cloneJson, describeLosslessJsonProblem, type JsonValue } from '../../protocol/json.js';
 import { deliverDurably } from './deliver.js';
 import {
-  isDurabilityLedgerStore,
+  isDurabilityRecordStore,
   MAX_DURABILITY_READ_LIMIT,
   type DurabilityRecord,
   type DurabilityRecordKind,
@@ -35,7 +35,7 @@ import {
   checkDurabilitySessionId,
   describeInvalidDeadline,
 } from './record-engine.js';
-import { DurabilityLedgerView, type WaitDecision } from './record-view.js';
+import { DurabilityRecordView, type WaitDecision } from './record-view.js';
 import { MAX_TIMER_INTERVAL_MS, waitLocally, Waker } from './local-wait.js';
 import type {
   DeliveryInput,
@@ -70,7 +70,7 @@ function parseSleep(duration: unknown): (nowMs: number) => number {
   return (nowMs) => nowMs + ms;
 }
 
-/** The record a store returned must be the one asked for; anything else is a corrupt ledger. */
+/** The record a store returned must be the one asked for; anything else is a corrupt record stream. */
 function expectRecord<K extends DurabilityRecordKind>(
   record: DurabilityRecord,
   kind: K,
@@ -116,8 +116,8 @@ function portClosedError(): Error {
  */
 export function createDurabilityPort(options: DurabilityPortOptions): DurabilityPort {
   const { store } = options;
-  if (!isDurabilityLedgerStore(store)) {
-    throw invalidInput('store does not implement the durability ledger (recordDurability / readDurability)');
+  if (!isDurabilityRecordStore(store)) {
+    throw invalidInput('store does not implement the durability records (recordDurability / readDurability)');
   }
   const sessionId = checkDurabilitySessionId(options.sessionId);
   const runId = checkDurabilityKey(options.runId, 'runId');
@@ -142,7 +142,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
   if (outer?.aborted === true) onOuterAbort();
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
 
-  const view = new DurabilityLedgerView(sessionId);
+  const view = new DurabilityRecordView(sessionId);
 
   // --- incremental reads: one at a time, a request made during a read queues exactly one more ---
   let readTail: Promise<void> = Promise.resolve();
@@ -312,7 +312,7 @@ export function createDurabilityPort(options: DurabilityPortOptions): Durability
           waker.reset();
           await refresh();
           if ((view.cursor ?? 0) < timeout.sequence) {
-            throw new DurabilityError('DURABILITY_CORRUPT_RECORD', `the ledger head is behind record ${timeout.sequence}`);
+            throw new DurabilityError('DURABILITY_CORRUPT_RECORD', `the durability head is behind record ${timeout.sequence}`);
           }
           continue;
         }

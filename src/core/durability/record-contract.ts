@@ -1,17 +1,17 @@
 /**
- * The durability ledger contract.
+ * The durability records contract.
  *
- * Next to its v4 event log, every session owns a second append-only log: the durability ledger.
+ * Next to its v4 event log, every session owns a second append-only log: the durability records.
  * It holds the facts the durability port (`step` / `sleep` / `waitFor`) replays from:
  * 1. a record is appended at most once per identity — `step`, `sleep`, `wait`, `wait_timeout`
  *    and `run_event` records are identified by `(kind, scope, key)`, a `delivery` by its
  *    `deliveryId` — so the first writer wins and every later writer gets the first record back;
  * 2. records carry contiguous sequences `1, 2, 3, ...` of their own (not event sequences), so a
- *    reader advances through the ledger with a cursor and never re-reads what it has seen;
+ *    reader advances through the records with a cursor and never re-reads what it has seen;
  * 3. the decisions (validation, identity, first-writer-wins, conflicts, paging, parsing records
- *    read back) live in `ledger-engine.ts`; a backend only stores and loads records.
+ *    read back) live in `record-engine.ts`; a backend only stores and loads records.
  *
- * The ledger is deliberately not part of the event log: the 23 event types are fixed, and the
+ * The durability records are deliberately not part of the event log: the 23 event types are fixed, and the
  * projector must never see durability records.
  */
 import type { DurableStoreCallOptions } from '../call-options.js';
@@ -66,7 +66,7 @@ export interface DurabilityWaitTimeoutDraft {
 
 /**
  * An external delivery addressed to `(session, runId, key)`; idempotent by `deliveryId`
- * (unique within the session's ledger).
+ * (unique within the session's durability records).
  */
 export interface DurabilityDeliveryDraft {
   kind: 'delivery';
@@ -96,7 +96,7 @@ export type DurabilityRecordDraft =
 
 /** Fields the backend assigns to every record. */
 export interface DurabilityRecordMeta {
-  /** Position in the session's ledger: contiguous integers from 1. */
+  /** Position in the session's durability records: contiguous integers from 1. */
   sequence: number;
   sessionId: SessionId;
   /** When the record was appended (store clock), in `toISOString()` form. */
@@ -110,7 +110,7 @@ export type DurabilityRecord<K extends DurabilityRecordKind = DurabilityRecordKi
 > &
   DurabilityRecordMeta;
 
-/** Result of {@link DurabilityLedgerStore.recordDurability}. */
+/** Result of {@link DurabilityRecordStore.recordDurability}. */
 export interface DurabilityRecordResult {
   /** The stored record: the new one, or the one that already had this identity. */
   record: DurabilityRecord;
@@ -118,9 +118,9 @@ export interface DurabilityRecordResult {
   created: boolean;
 }
 
-/** Options of {@link DurabilityLedgerStore.readDurability}. */
+/** Options of {@link DurabilityRecordStore.readDurability}. */
 export interface DurabilityReadOptions extends DurableStoreCallOptions {
-  /** Exclusive lower bound (a ledger sequence >= 1); `undefined` reads from the first record. Must not be ahead of the head. */
+  /** Exclusive lower bound (a record sequence >= 1); `undefined` reads from the first record. Must not be ahead of the head. */
   after?: number | undefined;
   /** Page size, 1..1000 (default 100). */
   limit?: number | undefined;
@@ -128,11 +128,11 @@ export interface DurabilityReadOptions extends DurableStoreCallOptions {
 
 /** One page of records. */
 export interface DurabilityReadResult {
-  /** Records in ledger order, each with sequence `previous + 1`, starting right after `after`. */
+  /** Records in record order, each with sequence `previous + 1`, starting right after `after`. */
   records: DurabilityRecord[];
   /** Pass as `after` to continue: the last returned sequence, else the `after` given (or `null`). */
   nextCursor: number | null;
-  /** Ledger head at the time of the read (`null` for an empty ledger). */
+  /** Durability head at the time of the read (`null` when there are no records). */
   headSequence: number | null;
   /** True when records exist after this page. */
   hasMore: boolean;
@@ -144,11 +144,11 @@ export interface DurabilityNotice {
   lastSequence: number;
 }
 
-/** Listener of {@link DurabilityLedgerStore.watchDurability}. */
+/** Listener of {@link DurabilityRecordStore.watchDurability}. */
 export type DurabilityListener = (notice: DurabilityNotice) => void;
 
 /**
- * A per-session durability ledger. Backends implement it next to {@link DurableEventStore}; the
+ * A per-session stream of durability records. Backends implement it next to {@link DurableEventStore}; the
  * conformance suite `durabilityConformanceChecks` proves the rules below.
  *
  * Rules:
@@ -158,7 +158,7 @@ export type DurabilityListener = (notice: DurabilityNotice) => void;
  *   appends it unless a record with the same identity exists. An existing record is returned with
  *   `created: false` — except a delivery whose `deliveryId` exists with a different run, key or
  *   payload: `DURABILITY_CONFLICT`.
- * - `readDurability` pages through the ledger in order; every record read back is parsed
+ * - `readDurability` pages through the records in order; every record read back is parsed
  *   strictly, and a malformed one fails the read with `DURABILITY_CORRUPT_RECORD`.
  * - An aborted signal rejects with an `AbortError` and writes nothing.
  *
@@ -167,7 +167,7 @@ export type DurabilityListener = (notice: DurabilityNotice) => void;
  *   kind: 'step', scope: 'run-1', key: 'charge', result: { chargeId: 'ch_1' },
  * });
  */
-export interface DurabilityLedgerStore {
+export interface DurabilityRecordStore {
   recordDurability(
     sessionId: SessionId,
     draft: DurabilityRecordDraft,
@@ -182,12 +182,12 @@ export interface DurabilityLedgerStore {
   watchDurability?(sessionId: SessionId, listener: DurabilityListener): () => void;
 }
 
-/** True when `store` implements {@link DurabilityLedgerStore}. */
-export function isDurabilityLedgerStore(store: unknown): store is DurabilityLedgerStore {
+/** True when `store` implements {@link DurabilityRecordStore}. */
+export function isDurabilityRecordStore(store: unknown): store is DurabilityRecordStore {
   return (
     typeof store === 'object' &&
     store !== null &&
-    typeof (store as Partial<DurabilityLedgerStore>).recordDurability === 'function' &&
-    typeof (store as Partial<DurabilityLedgerStore>).readDurability === 'function'
+    typeof (store as Partial<DurabilityRecordStore>).recordDurability === 'function' &&
+    typeof (store as Partial<DurabilityRecordStore>).readDurability === 'function'
   );
 }

@@ -1,19 +1,19 @@
 /**
- * The durability ledger engine: every decision a ledger backend makes, written once.
+ * The durability records engine: every decision a durability backend makes, written once.
  *
  * A backend (a Map, a JSONL file, SQLite rows) calls these functions for the rules:
  * 1. `validateDurabilityDraft` before taking any lock: strict shape, bounded IDs and keys,
  *    integer deadlines, lossless JSON values. It returns a detached copy, so a caller mutating
  *    its draft afterwards cannot change what is stored.
  * 2. Under the backend's lock / inside its transaction, with the record already stored under
- *    the draft's identity (`durabilityIdentity`) and the ledger head: `planDurabilityRecord`
+ *    the draft's identity (`durabilityIdentity`) and the durability head: `planDurabilityRecord`
  *    returns the existing record (`created: false`), refuses a conflicting delivery, or builds
  *    the next record (sequence `head + 1`, `recordedAt`, byte limit). It performs no I/O.
  * 3. `planDurabilityRead` / `checkDurabilityCursor` / `buildDurabilityPage` validate cursors and
  *    page sizes and shape a page.
  * 4. `parseDurabilityRecord` / `decodeDurabilityRecord` check every record read back; anything
  *    malformed is `DURABILITY_CORRUPT_RECORD` (fail closed, never guess).
- * Validation and parsing live in `ledger-validation.ts` and are re-exported here, so a backend
+ * Validation and parsing live in `record-validation.ts` and are re-exported here, so a backend
  * imports one module.
  */
 import { DurabilityError } from '../../protocol/errors.js';
@@ -47,7 +47,7 @@ function invalidInput(message: string, details?: Record<string, unknown>): Durab
 }
 
 /**
- * The identity under which a record is unique in its session's ledger: `(kind, scope, key)`,
+ * The identity under which a record is unique in its session's durability records: `(kind, scope, key)`,
  * or `deliveryId` for deliveries. Backends index (or put a UNIQUE constraint on) this string.
  */
 export function durabilityIdentity(draft: DurabilityRecordDraft): string {
@@ -74,7 +74,7 @@ export interface DurabilityPlanInput {
   draft: DurabilityRecordDraft;
   /** The record already stored under `durabilityIdentity(draft)`, if any. */
   existing: DurabilityRecord | undefined;
-  /** The ledger head (`null` when empty). */
+  /** The durability head (`null` when empty). */
   head: number | null;
   nowMs: number;
 }
@@ -138,7 +138,7 @@ export function planDurabilityRead(options: { after?: unknown; limit?: unknown }
   }
   if (after === undefined) return { after: undefined, limit };
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1) {
-    throw invalidInput('after must be undefined or a ledger sequence >= 1');
+    throw invalidInput('after must be undefined or a record sequence >= 1');
   }
   return { after, limit };
 }
@@ -146,7 +146,7 @@ export function planDurabilityRead(options: { after?: unknown; limit?: unknown }
 /** Rejects a cursor ahead of the head instead of serving a silent empty page. */
 export function checkDurabilityCursor(after: number | undefined, head: number | null): void {
   if (after !== undefined && (head === null || after > head)) {
-    throw invalidInput(`cursor ${after} is ahead of the ledger head ${String(head)}`, {
+    throw invalidInput(`cursor ${after} is ahead of the durability head ${String(head)}`, {
       after,
       headSequence: head,
     });

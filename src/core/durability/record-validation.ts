@@ -1,12 +1,12 @@
 /**
- * Validation and parsing of durability records, shared by the ledger engine and every reader.
+ * Validation and parsing of durability records, shared by the durability record engine and every reader.
  *
  * 1. Drafts are read strictly, field by field, through property descriptors (getters are never
  *    invoked): a known `kind`, exactly its fields, bounded IDs/keys/scopes, integer deadlines and
  *    lossless JSON values, copied so that nobody else holds a reference into a stored record.
  * 2. The same reader parses records coming back from storage, plus the store-assigned fields
  *    (`sequence`, `sessionId`, `recordedAt`); there every problem is `DURABILITY_CORRUPT_RECORD`,
- *    so a damaged ledger fails closed instead of replaying a guess.
+ *    so a damaged record stream fails closed instead of replaying a guess.
  */
 import { DurabilityError } from '../../protocol/errors.js';
 import { describeInvalidId, type SessionId } from '../../protocol/ids.js';

@@ -1,5 +1,5 @@
 /**
- * DurabilityLedgerView: a port's incremental, validated picture of one session's ledger.
+ * DurabilityRecordView: a port's incremental, validated picture of one session's durability records.
  *
  * 1. `applyPage` takes the pages a port reads with its cursor. Each record must be the next
  *    sequence (`cursor + 1`) of the right session and parse strictly; anything else fails closed
@@ -7,7 +7,7 @@
  *    port never reads a record twice and never skips one.
  * 2. `remember` adds a record the port itself just wrote (or got back as the first writer's),
  *    possibly ahead of the cursor. Identity lookups (`find`) use it at once; wait decisions do not,
- *    because they depend on ledger order, which is only known for the contiguous prefix (a record
+ *    because they depend on record order, which is only known for the contiguous prefix (a record
  *    at exactly `cursor + 1` extends that prefix, and the cursor moves over it).
  * 3. `decideWait` answers a wait from the prefix: the first delivery to `(runId, key)` wins
  *    unless the wait's `wait_timeout` record comes before it — the same answer on every replay.
@@ -17,7 +17,7 @@ import type { SessionId } from '../../protocol/ids.js';
 import type { DurabilityReadResult, DurabilityRecord, DurabilityRecordKind } from './record-contract.js';
 import { deliveryAddress, durabilityIdentity, parseDurabilityRecord } from './record-engine.js';
 
-/** How a wait ended, as the ledger decides it. */
+/** How a wait ended, as the record order decides it. */
 export type WaitDecision =
   | { status: 'delivered'; record: DurabilityRecord<'delivery'> }
   | { status: 'timed_out'; record: DurabilityRecord<'wait_timeout'> };
@@ -26,8 +26,8 @@ function corrupt(message: string, details?: Record<string, unknown>): Durability
   return new DurabilityError('DURABILITY_CORRUPT_RECORD', message, details === undefined ? undefined : { details });
 }
 
-/** The port's cache of one session's ledger (see the module header). */
-export class DurabilityLedgerView {
+/** The port's cache of one session's durability records (see the module header). */
+export class DurabilityRecordView {
   readonly #sessionId: SessionId;
   #cursor: number | null = null;
   readonly #byIdentity = new Map<string, DurabilityRecord>();

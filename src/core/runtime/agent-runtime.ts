@@ -15,7 +15,7 @@
 import { DurabilityError } from '../../protocol/errors.js';
 import { describeInvalidId } from '../../protocol/ids.js';
 import { deliverDurably } from '../durability/deliver.js';
-import { isDurabilityLedgerStore, type DurabilityLedgerStore } from '../durability/record-contract.js';
+import { isDurabilityRecordStore, type DurabilityRecordStore } from '../durability/record-contract.js';
 import { checkDurabilityKey, checkDurabilitySessionId } from '../durability/record-engine.js';
 import { createDurabilityPort } from '../durability/port.js';
 import type { DurabilityPort, DurabilityPortLike } from '../durability/port-types.js';
@@ -35,9 +35,9 @@ function invalidInput(message: string): DurabilityError {
   return new DurabilityError('DURABILITY_INVALID_INPUT', message);
 }
 
-function ledgerOf(store: object, what: string): DurabilityLedgerStore {
-  if (!isDurabilityLedgerStore(store)) {
-    throw invalidInput(`${what} needs a store that implements the durability ledger (recordDurability / readDurability)`);
+function durabilityStoreOf(store: object, what: string): DurabilityRecordStore {
+  if (!isDurabilityRecordStore(store)) {
+    throw invalidInput(`${what} needs a store that implements the durability records (recordDurability / readDurability)`);
   }
   return store;
 }
@@ -64,7 +64,7 @@ function ledgerOf(store: object, what: string): DurabilityLedgerStore {
 export function createAgentRuntime<S extends object>(options: AgentRuntimeOptions<S>): AgentRuntime {
   const { store, durability, clock } = options;
   if (typeof store !== 'object' || store === null) throw invalidInput('store is required');
-  if (durability === true) ledgerOf(store, 'durability: true');
+  if (durability === true) durabilityStoreOf(store, 'durability: true');
   else if (durability !== undefined && typeof durability !== 'function') {
     throw invalidInput('durability must be true, a port factory, or omitted');
   }
@@ -94,7 +94,7 @@ export function createAgentRuntime<S extends object>(options: AgentRuntimeOption
     if (durability === undefined) return { port: undefined, owned: undefined };
     if (durability === true) {
       const owned = createDurabilityPort({
-        store: ledgerOf(store, 'durability: true'),
+        store: durabilityStoreOf(store, 'durability: true'),
         sessionId: call.sessionId,
         runId: call.runId,
         scope: toolCallScope(call.runId, call.toolName, call.toolCallId),
@@ -163,9 +163,9 @@ export function createAgentRuntime<S extends object>(options: AgentRuntimeOption
       return run(call);
     },
     async deliver(delivery) {
-      const ledger = ledgerOf(store, 'deliver');
+      const durability = durabilityStoreOf(store, 'deliver');
       return deliverDurably(
-        ledger,
+        durability,
         delivery.sessionId,
         {
           runId: checkDurabilityKey(delivery.runId, 'runId'),

@@ -64,7 +64,7 @@ export type DurabilityPortFactory<S extends object = object> = (
 
 /** Options of `createAgentRuntime`. */
 export interface AgentRuntimeOptions<S extends object = object> {
-  /** The store; it must implement the durability ledger when `durability` is `true` or `deliver` is used. */
+  /** The store; it must implement the durability records when `durability` is `true` or `deliver` is used. */
   store: S;
   /**
    * `true`: each tool call gets a built-in port scoped to `(runId, toolName, toolCallId)`, closed

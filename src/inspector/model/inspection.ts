@@ -4,7 +4,7 @@
  * Reads the whole log page by page and keeps what the page shows, not the log (the latest
  * timeline bars, the bars still open, and the events of the list; the fold's own state, every ID
  * the session used, still grows with it), folds it through the projector, classifies the recovery plan, reads the lease and
- * the durability ledger when the store has them, and derives the next deadline. When the store
+ * the durability records when the store has them, and derives the next deadline. When the store
  * keeps projection checkpoints, the stored one is audited on the way (the checks of
  * `agent-ledger verify`, `CheckpointAudit`), since the inspection folds the whole log anyway.
  *
@@ -22,7 +22,7 @@ import { isCheckpointStore } from '../../core/checkpoint/contract.js';
 import { isCheckpointInconclusive } from '../../core/projector/key-filter.js';
 import { loadCheckpoint } from '../../core/checkpoint/load.js';
 import type { DurabilityRecord } from '../../core/durability/record-contract.js';
-import { isDurabilityLedgerStore } from '../../core/durability/record-contract.js';
+import { isDurabilityRecordStore } from '../../core/durability/record-contract.js';
 import { DurableSessionProjector } from '../../core/projector/projector.js';
 import type { DurableRecoveryPlan, DurableSessionProjection } from '../../core/projector/projection-types.js';
 import { isExecutionLeaseStore, type DurableEventStore, type DurableExecutionLeaseRecord } from '../../core/store.js';
@@ -105,8 +105,8 @@ export interface Inspection {
   lease: (DurableExecutionLeaseRecord & { active: boolean }) | null;
   /** `false` when the store has no lease API. */
   leaseSupported: boolean;
-  ledgerSupported: boolean;
-  ledgerRecords: number;
+  durabilitySupported: boolean;
+  durabilityRecords: number;
   /** `false` when the store keeps no projection checkpoints. */
   checkpointSupported: boolean;
   /** The stored checkpoint, `null` when none is stored (or the store keeps none). */
@@ -126,8 +126,8 @@ export interface Inspection {
 }
 
 /** Reads every durability record of a session. */
-export async function readLedger(store: unknown, sessionId: SessionId, signal?: AbortSignal): Promise<DurabilityRecord[] | null> {
-  if (!isDurabilityLedgerStore(store)) return null;
+export async function readDurabilityRecords(store: unknown, sessionId: SessionId, signal?: AbortSignal): Promise<DurabilityRecord[] | null> {
+  if (!isDurabilityRecordStore(store)) return null;
   const records: DurabilityRecord[] = [];
   let after: number | undefined;
   for (;;) {
@@ -232,7 +232,7 @@ class EventList {
   }
 }
 
-/** What a fold produced, before the lease, the ledger and the deadlines are read. */
+/** What a fold produced, before the lease, the durability records and the deadlines are read. */
 interface Folded {
   head: number | null;
   last: DurableEventEnvelope | undefined;
@@ -261,7 +261,7 @@ export async function loadInspection(
     const record = await store.inspectExecutionLease(sessionId, signal === undefined ? {} : { signal });
     if (record !== null) lease = { ...record, active: !record.released && record.expiresAtMs > nowMs };
   }
-  const records = await readLedger(store, sessionId, signal);
+  const records = await readDurabilityRecords(store, sessionId, signal);
   const projection = failure === null ? projector.snapshot() : null;
   const plan = failure === null ? projector.recoveryPlan() : null;
   const { recent, before } = list.finish();
@@ -276,8 +276,8 @@ export async function loadInspection(
     projectionFailure: failure,
     lease,
     leaseSupported,
-    ledgerSupported: records !== null,
-    ledgerRecords: records?.length ?? 0,
+    durabilitySupported: records !== null,
+    durabilityRecords: records?.length ?? 0,
     checkpointSupported: isCheckpointStore(store),
     checkpoint: folded.checkpoint,
     openedFrom: folded.openedFrom,

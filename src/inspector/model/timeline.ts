@@ -4,11 +4,11 @@
  * Lanes: Requests (`request_accepted` -> terminal), Turns (`turn_started` -> completed/aborted),
  * model attempts (`model_request_started` -> terminal), tool attempts (`tool_scheduled` ->
  * terminal, with the moment `tool_started` crossed the execution boundary), permissions
- * (`permission_requested` -> `permission_resolved`), and, from the durability ledger, steps
+ * (`permission_requested` -> `permission_resolved`), and, from the durability records, steps
  * (a point: a step is recorded once it completed), sleeps (recorded -> `untilMs`) and waits
  * (recorded -> the delivery or the timeout). A bar whose end has not happened is `open` and
  * stretches to `nowMs`. Times are `occurredAt` (domain time) for events and `recordedAt` for
- * ledger records.
+ * durability records.
  */
 import type { DurabilityRecord } from '../../core/durability/record-contract.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
@@ -22,13 +22,13 @@ export type TimelineLane = 'request' | 'turn' | 'model' | 'tool' | 'permission' 
 /** One bar. */
 export interface TimelineBar {
   lane: TimelineLane;
-  /** The attempt, Request, Turn or ledger key it stands for. */
+  /** The attempt, Request, Turn or durability key it stands for. */
   id: string;
   label: string;
   startMs: number;
   /** `null` while open. */
   endMs: number | null;
-  /** The terminal event type or ledger outcome; `open` while it has none. */
+  /** The terminal event type or durability outcome; `open` while it has none. */
   status: string;
   startSequence?: number;
   endSequence?: number;
@@ -101,7 +101,7 @@ export function formatDuration(ms: number): string {
  * Builds a timeline incrementally, page by page, keeping at most `keepBars` bars (the latest by
  * start; `Infinity` keeps all): an inspection of a long session holds the bars the page draws
  * and the bars still open, never one per attempt of the whole log. Bars are numbered in the order
- * they start (events first, then ledger records, as {@link buildTimeline} lists them); `total`
+ * they start (events first, then durability records, as {@link buildTimeline} lists them); `total`
  * counts every bar, kept or not, and `startMs` / `endMs` span them all.
  */
 export class TimelineBuilder {
@@ -203,7 +203,7 @@ export class TimelineBuilder {
     }
   }
 
-  /** Adds the session's durability records (after its events), in ledger order. */
+  /** Adds the session's durability records (after its events), in record order. */
   addRecords(records: readonly DurabilityRecord[]): void {
     for (const record of records) {
       const at = Date.parse(record.recordedAt);
@@ -252,7 +252,7 @@ export class TimelineBuilder {
 }
 
 /**
- * Pairs the events and ledger records of a session into bars (all of them; an inspection uses
+ * Pairs the events and durability records of a session into bars (all of them; an inspection uses
  * {@link TimelineBuilder} with a bound).
  *
  * @example
@@ -265,7 +265,7 @@ export function buildTimeline(events: readonly DurableEventEnvelope[], records: 
   return builder.finish();
 }
 
-/** A ledger deadline still ahead of the session: a sleep's end or a pending wait's timeout. */
+/** A durability deadline still ahead of the session: a sleep's end or a pending wait's timeout. */
 export interface PendingDeadline {
   kind: 'sleep' | 'wait';
   scope: string;
@@ -274,7 +274,7 @@ export interface PendingDeadline {
 }
 
 /**
- * The earliest deadline the durability ledger still waits for (what the edge's alarm is set to),
+ * The earliest deadline the durability records still waits for (what the edge's alarm is set to),
  * or `null`. A sleep counts while `untilMs >= nowMs - graceMs` (a sleep just past its end may not
  * have resumed yet); a wait counts until it is delivered or timed out.
  */

@@ -1,5 +1,5 @@
 /**
- * One session's durability ledger file (`{name}.ledger.jsonl`), as this process last validated it.
+ * One session's durability records file (`{name}.ledger.jsonl`), as this process last validated it.
  *
  * One line per record: the record's JSON in its own key order (like the SQL stores' `body`, so a
  * replay returns a step result with the key order it was recorded with), then `\n`. The bytes,
@@ -35,25 +35,25 @@ function corrupt(message: string, details: Record<string, unknown>, cause?: unkn
   });
 }
 
-/** What is wrong with one ledger line, as {@link checkLedgerLine} finds it. */
-export type LedgerLineProblem =
+/** What is wrong with one durability line, as {@link checkDurabilityLine} finds it. */
+export type DurabilityLineProblem =
   | { kind: 'utf8'; error: unknown }
   | { kind: 'record'; error: unknown }
   /** The record's identity is already record `first`'s. */
   | { kind: 'duplicate'; identity: string; first: number };
 
 /**
- * The rules of one ledger line (without its `\n`), which both the store and `agent-ledger verify`
+ * The rules of one durability line (without its `\n`), which both the store and `agent-ledger verify`
  * apply: valid UTF-8, a valid record of `sessionId` with sequence `sequence`
  * (`decodeDurabilityRecord`), and, given `identities`, an identity not yet in it (it is then
  * added). Returns the record, or the problem.
  */
-export function checkLedgerLine(
+export function checkDurabilityLine(
   line: Buffer,
   sessionId: SessionId,
   sequence: number,
   identities?: Map<string, number>,
-): { record: DurabilityRecord } | LedgerLineProblem {
+): { record: DurabilityRecord } | DurabilityLineProblem {
   let text: string;
   try {
     text = strictUtf8.decode(line);
@@ -75,8 +75,8 @@ export function checkLedgerLine(
   return { record };
 }
 
-/** The validated state of one session's durability ledger file. */
-export class SessionLedger implements LineOwner {
+/** The validated state of one session's durability records file. */
+export class SessionDurabilityFile implements LineOwner {
   readonly #file: LineFile;
   /** Record `n` is entry `n - 1`: its sequence and the byte offset of its line. */
   readonly #offsets = new BatchIndex();
@@ -92,7 +92,7 @@ export class SessionLedger implements LineOwner {
     this.#file = new LineFile(path, this, options);
   }
 
-  /** The validated ledger head, `null` when empty. */
+  /** The validated durability head, `null` when empty. */
   get head(): number | null {
     return this.#head === 0 ? null : this.#head;
   }
@@ -114,7 +114,7 @@ export class SessionLedger implements LineOwner {
     this.#head = 0;
   }
 
-  /** @internal {@link LineOwner}: the ledger's corrupt error. */
+  /** @internal {@link LineOwner}: the durability file's corrupt error. */
   corrupt(message: string, details: Record<string, unknown>): Error {
     return corrupt(message, details);
   }
@@ -131,7 +131,7 @@ export class SessionLedger implements LineOwner {
 
   /** Decodes the line at byte `offset` as record `sequence` (and checks its identity is new, given `identities`). */
   #decode(line: Buffer, sequence: number, offset: number, identities?: Map<string, number>): DurabilityRecord {
-    const checked = checkLedgerLine(line, this.sessionId, sequence, identities);
+    const checked = checkDurabilityLine(line, this.sessionId, sequence, identities);
     if (!('kind' in checked)) return checked.record;
     const where = { path: this.path, offset, sequence };
     switch (checked.kind) {
@@ -228,7 +228,7 @@ export class SessionLedger implements LineOwner {
    */
   appendSync(record: DurabilityRecord, identity: string): void {
     if (record.sequence !== this.#head + 1 || this.#byIdentity.has(identity)) {
-      throw new Error(`ledger record ${record.sequence} does not follow head ${this.#head} or repeats an identity`);
+      throw new Error(`durability record ${record.sequence} does not follow head ${this.#head} or repeats an identity`);
     }
     const line = Buffer.from(`${JSON.stringify(record)}\n`);
     this.#file.appendSync(line, (position) => {

@@ -1,9 +1,9 @@
 /**
- * JsonlDurableEventStore: the store contract and the durability ledger on local JSONL files,
+ * JsonlDurableEventStore: the store contract and the durability records on local JSONL files,
  * safe across processes.
  *
  * Each session has a log (`.jsonl`, one line per append batch), a lock sidecar (`.jsonl.lock`),
- * lease state (`.lease.json`) and a durability ledger (`.ledger.jsonl`, one line per record)
+ * lease state (`.lease.json`) and a stream of durability records (`.ledger.jsonl`, one line per record)
  * under `{root}/durable-events/`. Every call:
  * 1. validates its input before waiting for anything;
  * 2. runs under `operationTimeoutMs` (`DURABLE_EVENT_IO_TIMEOUT`) and the caller's signal;
@@ -65,7 +65,7 @@ import type {
   StoreTestHooks,
 } from '../../../core/store.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityReadOptions,
   DurabilityReadResult,
@@ -84,7 +84,7 @@ import { DurableEventStoreError } from '../../../protocol/errors.js';
 import type { DurableEventDraft } from '../../../protocol/events.js';
 import { EventSequence, type SessionId } from '../../../protocol/ids.js';
 import { runBounded, type CallState } from './bounded-call.js';
-import { ledgerHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './durability-calls.js';
+import { durabilityHeadUnderLock, readUnderLock, readWithoutLock, recordUnderLock } from './durability-calls.js';
 import { resolveJsonlOptions, type JsonlDurableEventStoreOptions } from './options.js';
 import {
   closeSessionHandle,
@@ -102,7 +102,7 @@ export const MAX_CACHED_SESSIONS = 128;
 /**
  * Durable event store on local JSONL files with OS advisory locks, usable from several Node.js
  * processes on one host at once. Implements {@link DurableEventStore},
- * {@link DurableExecutionLeaseStore} and {@link DurabilityLedgerStore}.
+ * {@link DurableExecutionLeaseStore} and {@link DurabilityRecordStore}.
  *
  * @example
  * const store = new JsonlDurableEventStore('/var/lib/my-agent', { lockTimeoutMs: 15_000 });
@@ -112,7 +112,7 @@ export const MAX_CACHED_SESSIONS = 128;
  * const page = await store.read(SessionId('session-123'), { after: result.previousSequence ?? undefined });
  */
 export class JsonlDurableEventStore
-  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore, DurableCheckpointStore
+  implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore, DurableCheckpointStore
 {
   /** Absolute storage root. */
   readonly storageRoot: string;
@@ -365,10 +365,10 @@ export class JsonlDurableEventStore
   }
 
   /**
-   * True when the session's log (or ledger) file does not exist and this store has nothing
+   * True when the session's log (or durability) file does not exist and this store has nothing
    * cached: it is empty, no lock needed.
    */
-  #neverWritten(id: SessionId, file: 'log' | 'ledger' = 'log'): boolean {
+  #neverWritten(id: SessionId, file: 'log' | 'durability' = 'log'): boolean {
     const cached = this.#handles.get(id);
     if (cached !== undefined && (cached[file].isOpen || !this.#isIdle(cached))) return false;
     return !existsSync(sessionPaths(this.storageRoot, id)[file]);
@@ -390,7 +390,7 @@ export class JsonlDurableEventStore
     );
   }
 
-  /** {@inheritDoc DurabilityLedgerStore.recordDurability} */
+  /** {@inheritDoc DurabilityRecordStore.recordDurability} */
   async recordDurability(
     sessionId: SessionId,
     draft: DurabilityRecordDraft,
@@ -412,12 +412,12 @@ export class JsonlDurableEventStore
     return result;
   }
 
-  /** {@inheritDoc DurabilityLedgerStore.readDurability} */
+  /** {@inheritDoc DurabilityRecordStore.readDurability} */
   async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
     throwIfAborted(options?.signal);
     const id = checkDurabilitySessionId(sessionId);
     const plan = planDurabilityRead(options);
-    if (this.#neverWritten(id, 'ledger')) {
+    if (this.#neverWritten(id, 'durability')) {
       checkDurabilityCursor(plan.after, null);
       return buildDurabilityPage([], plan, null);
     }
@@ -430,19 +430,19 @@ export class JsonlDurableEventStore
   /**
    * Hears every durability record created in `sessionId`, after it is durable: records written
    * through any JSONL store object of this process at once, records of other processes through
-   * `fs.watch` on the ledger file (as for {@link watch}). Returns the unsubscribe function.
+   * `fs.watch` on the durability file (as for {@link watch}). Returns the unsubscribe function.
    */
   watchDurability(sessionId: SessionId, listener: DurabilityListener): () => void {
     const id = checkDurabilitySessionId(sessionId);
-    return addFileListener(sessionPaths(this.storageRoot, id).ledger, id, listener, {
-      readHead: () => this.#ledgerHead(id),
+    return addFileListener(sessionPaths(this.storageRoot, id).durability, id, listener, {
+      readHead: () => this.#durabilityHead(id),
       pollIntervalMs: this.watchPollIntervalMs,
     });
   }
 
-  #ledgerHead(id: SessionId): Promise<number | null> {
-    if (this.#neverWritten(id, 'ledger')) return Promise.resolve(null);
-    return this.#locked(id, undefined, false, ledgerHeadUnderLock);
+  #durabilityHead(id: SessionId): Promise<number | null> {
+    if (this.#neverWritten(id, 'durability')) return Promise.resolve(null);
+    return this.#locked(id, undefined, false, durabilityHeadUnderLock);
   }
 
   /** Runs a lease decision under the session lock and persists the new state when it changed. */

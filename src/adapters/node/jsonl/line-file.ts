@@ -1,7 +1,7 @@
 /**
  * An append-only file of newline-terminated lines, validated once and then trusted incrementally.
  *
- * Both per-session files of the JSONL store (the event log and the durability ledger) are such
+ * Both per-session files of the JSONL store (the event log and the durability records) are such
  * files; this class owns the bytes and the owner validates the lines. Every method runs while the
  * caller holds the session lock.
  * 1. `catchUp` `fstat`s the open descriptor: still linked and at least the validated size, then

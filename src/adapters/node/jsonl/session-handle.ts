@@ -2,7 +2,7 @@
  * What one store object keeps per session, and how it takes the session lock.
  *
  * A handle bundles the session's paths, its validated log cache ({@link SessionLog}), its
- * durability ledger cache ({@link SessionLedger}), its lock sidecar descriptor, its lease file
+ * durability records cache ({@link SessionDurabilityFile}), its lock sidecar descriptor, its lease file
  * cache and its group-commit queue. `lockSession` takes the
  * process-wide queue first, then the OS advisory lock, so store objects of one process never
  * poll against each other and other processes are excluded by the kernel:
@@ -26,7 +26,7 @@ import { syncDirectorySync } from './directory-sync.js';
 import { loadedLockAddon, loadLockAddon, lockTimeoutError, SessionFileLock } from './file-lock.js';
 import { GroupCommitQueue, type ReleaseLock } from './group-commit.js';
 import { LeaseFile } from './lease-file.js';
-import { SessionLedger } from './durability-file.js';
+import { SessionDurabilityFile } from './durability-file.js';
 import { enterProcessQueue, tryEnterProcessQueue } from './process-queue.js';
 import { SessionLog } from './session-file.js';
 import { sessionPaths, type SessionPaths } from './session-paths.js';
@@ -37,7 +37,7 @@ export interface SessionHandle {
   id: SessionId;
   paths: SessionPaths;
   log: SessionLog;
-  ledger: SessionLedger;
+  durability: SessionDurabilityFile;
   lock: SessionFileLock;
   lease: LeaseFile;
   appends: GroupCommitQueue;
@@ -72,7 +72,7 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
     id,
     paths,
     log: new SessionLog(paths.log, id, { readOnly: config.readOnly }),
-    ledger: new SessionLedger(paths.ledger, id, { readOnly: config.readOnly }),
+    durability: new SessionDurabilityFile(paths.durability, id, { readOnly: config.readOnly }),
     lock: new SessionFileLock(paths.lock, { create: !config.readOnly }),
     lease: new LeaseFile(paths.lease, id),
     // A read-only store creates no directory: a missing one is an empty store.
@@ -102,7 +102,7 @@ export function createSessionHandle(root: string, id: SessionId, config: Session
 /** Closes the handle's descriptors and drops its caches (only while it is idle). */
 export function closeSessionHandle(handle: SessionHandle): void {
   handle.log.close();
-  handle.ledger.close();
+  handle.durability.close();
   handle.lock.close();
 }
 

@@ -30,8 +30,8 @@ export interface SessionPaths {
   lock: string;
   /** Execution lease state, replaced atomically. */
   lease: string;
-  /** The durability ledger: one record per line. */
-  ledger: string;
+  /** The durability records: one record per line. */
+  durability: string;
   /** The latest projection checkpoint (derived data), replaced atomically. */
   checkpoint: string;
   /** What a store last validated of the log (derived data, see `validated-state.ts`), replaced atomically. */
@@ -48,6 +48,9 @@ export function sessionFileStem(sessionId: SessionId): string {
 
 /** Suffix of a session's event log after its stem. */
 const LOG_SUFFIX = '.jsonl';
+
+/** Suffix of a session's durability file after its stem (storage name, kept for existing files). */
+const DURABILITY_FILE_SUFFIX = '.ledger.jsonl';
 
 /**
  * The stem of `name` when it names a session's event log by this naming rule (base64url
@@ -69,7 +72,7 @@ export function sessionPaths(root: string, sessionId: SessionId): SessionPaths {
     log: `${stem}${LOG_SUFFIX}`,
     lock: `${stem}.jsonl.lock`,
     lease: `${stem}.lease.json`,
-    ledger: `${stem}.ledger.jsonl`,
+    durability: `${stem}${DURABILITY_FILE_SUFFIX}`,
     checkpoint: `${stem}.checkpoint`,
     validated: `${stem}.jsonl.validated`,
   };

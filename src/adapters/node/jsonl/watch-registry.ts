@@ -1,6 +1,6 @@
 /**
  * Process-wide change listeners of session files (the event log for `watch`, the durability
- * ledger for `watchDurability`), keyed by file path, hearing this process's commits and other
+ * durability file for `watchDurability`), keyed by file path, hearing this process's commits and other
  * processes' writes alike.
  *
  * 1. In-process: a JSONL store object that committed calls {@link notifyCommitted} after the data
@@ -132,7 +132,7 @@ function changed(entry: Entry): void {
 }
 
 /**
- * Registers `listener` for the file at `file` (a session's log or ledger); returns the
+ * Registers `listener` for the file at `file` (a session's log or durability file); returns the
  * unsubscribe function. The first listener of a file starts its watcher.
  */
 export function addFileListener(

@@ -21,7 +21,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { checkDurabilitySessionId } from '../../../core/durability/record-validation.js';
 import type {
-  DurabilityLedgerStore,
+  DurabilityRecordStore,
   DurabilityListener,
   DurabilityReadOptions,
   DurabilityReadResult,
@@ -64,7 +64,7 @@ interface OpenSession {
 }
 
 /**
- * The store contract, leases and the durability ledger on one SQLite file per session (Node,
+ * The store contract, leases and the durability records on one SQLite file per session (Node,
  * better-sqlite3). Exported from `agent-ledger/advanced`.
  *
  * @example
@@ -72,7 +72,7 @@ interface OpenSession {
  * await store.append(SessionId('s-1'), [{ type: 'session_created', data: {} }], { expectedLastSequence: null });
  * store.close();
  */
-export class SqliteSessionFilesStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityLedgerStore {
+export class SqliteSessionFilesStore implements DurableEventStore, DurableExecutionLeaseStore, DurabilityRecordStore {
   readonly directory: string;
   readonly #options: SqliteDurableEventStoreOptions;
   readonly #maxOpen: number;
@@ -170,7 +170,7 @@ export class SqliteSessionFilesStore implements DurableEventStore, DurableExecut
     return this.#watched(sessionId, (store) => store.watch(sessionId, listener));
   }
 
-  /** {@inheritDoc DurabilityLedgerStore.recordDurability} */
+  /** {@inheritDoc DurabilityRecordStore.recordDurability} */
   async recordDurability(
     sessionId: SessionId,
     draft: DurabilityRecordDraft,
@@ -179,12 +179,12 @@ export class SqliteSessionFilesStore implements DurableEventStore, DurableExecut
     return this.#store(checkDurabilitySessionId(sessionId)).recordDurability(sessionId, draft, options);
   }
 
-  /** {@inheritDoc DurabilityLedgerStore.readDurability} */
+  /** {@inheritDoc DurabilityRecordStore.readDurability} */
   async readDurability(sessionId: SessionId, options?: DurabilityReadOptions): Promise<DurabilityReadResult> {
     return this.#store(checkDurabilitySessionId(sessionId)).readDurability(sessionId, options);
   }
 
-  /** {@inheritDoc DurabilityLedgerStore.watchDurability} */
+  /** {@inheritDoc DurabilityRecordStore.watchDurability} */
   watchDurability(sessionId: SessionId, listener: DurabilityListener): () => void {
     return this.#watched(checkDurabilitySessionId(sessionId), (store) => store.watchDurability(sessionId, listener));
   }

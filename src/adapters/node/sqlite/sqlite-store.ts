@@ -14,7 +14,7 @@
  * Several processes may open the same file: every mutation takes the write lock up front
  * (`BEGIN IMMEDIATE`), so they serialize and sequences stay contiguous. The file must live on a
  * local filesystem (SQLite's locks are not reliable on network filesystems). `watch` (and
- * `watchDurability`, for the durability ledger) hears this object's writes at once and other
+ * `watchDurability`, for the durability records) hears this object's writes at once and other
  * connections' writes by polling `PRAGMA data_version`, only while someone watches.
  */
 import { closeSync, openSync } from 'node:fs';
@@ -108,7 +108,7 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
   #timer: ReturnType<typeof setInterval> | undefined;
   #dataVersion = 0;
   readonly #lastSeen = new Map<string, EventSequence | null>();
-  /** Ledger heads last seen per session watched with `watchDurability`. */
+  /** Durability heads last seen per session watched with `watchDurability`. */
   readonly #lastSeenDurability = new Map<string, number | null>();
 
   constructor(filename: string, options: SqliteDurableEventStoreOptions = {}) {
@@ -140,22 +140,22 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
 
   protected override watchersChanged(): void {
     const sessions = this.watchedSessions();
-    const ledgerSessions = this.durabilityWatchedSessions();
+    const durabilitySessions = this.durabilityWatchedSessions();
     for (const known of [...this.#lastSeen.keys()]) {
       if (!sessions.includes(known as SessionId)) this.#lastSeen.delete(known);
     }
     for (const known of [...this.#lastSeenDurability.keys()]) {
-      if (!ledgerSessions.includes(known as SessionId)) this.#lastSeenDurability.delete(known);
+      if (!durabilitySessions.includes(known as SessionId)) this.#lastSeenDurability.delete(known);
     }
-    if ((sessions.length === 0 && ledgerSessions.length === 0) || !this.#db.open) {
+    if ((sessions.length === 0 && durabilitySessions.length === 0) || !this.#db.open) {
       this.#stopPolling();
       return;
     }
     for (const sessionId of sessions) {
       if (!this.#lastSeen.has(sessionId)) this.#lastSeen.set(sessionId, this.#headOrNull(sessionId));
     }
-    for (const sessionId of ledgerSessions) {
-      if (!this.#lastSeenDurability.has(sessionId)) this.#lastSeenDurability.set(sessionId, this.#ledgerHeadOrNull(sessionId));
+    for (const sessionId of durabilitySessions) {
+      if (!this.#lastSeenDurability.has(sessionId)) this.#lastSeenDurability.set(sessionId, this.#durabilityHeadOrNull(sessionId));
     }
     if (this.#timer === undefined) {
       this.#dataVersion = this.#readDataVersion();
@@ -181,7 +181,7 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
     }
   }
 
-  #ledgerHeadOrNull(sessionId: SessionId): number | null {
+  #durabilityHeadOrNull(sessionId: SessionId): number | null {
     try {
       return this.durability.head(sessionId);
     } catch {
@@ -211,7 +211,7 @@ export class SqliteDurableEventStore extends SqlDurableEventStore {
       }
     }
     for (const sessionId of this.durabilityWatchedSessions()) {
-      const head = this.#ledgerHeadOrNull(sessionId);
+      const head = this.#durabilityHeadOrNull(sessionId);
       if (head !== null && head !== this.#lastSeenDurability.get(sessionId)) {
         this.#lastSeenDurability.set(sessionId, head);
         this.notifyDurabilityWatchers(sessionId, head);
