@@ -1,7 +1,7 @@
 /**
  * The run table of a SessionObject: the tool calls it executes for its mounted agents.
  *
- * The durability records holds what a tool call DID (steps, sleeps, waits, run progress), but not
+ * The durability records hold what a tool call DID (steps, sleeps, waits, run progress), but not
  * how to call it again. A replay after eviction needs the call itself, so each call the object
  * starts gets one `tool_runs` row: scope, run, stable tool call id, agent, tool, input (JSON in
  * its own key order), status and failed attempts. The status mirrors the call's final `run_event`

@@ -12,7 +12,7 @@
  * 3. On a refused subscription (bad, foreign or stale cursor; wrong session) one `error` frame,
  *    then the socket closes with {@link SUBSCRIBER_POLICY_CLOSE_CODE}.
  * 4. `durability` frames announce each durability record (step, sleep, wait...) after its commit;
- *    best effort (the durability records holds the record).
+ *    best effort (the durability records hold it).
  * A text frame `ping` is answered with `pong` without waking the object.
  *
  * 5. While the session object runs an agent (`docs/edge-agents.md`): `text_delta` /
@@ -159,7 +159,7 @@ export const SUBSCRIPTION_FRAME_KINDS = {
       })
       .meta({ id: 'SubscriptionDurabilityFrame', description: 'A durability record was committed (best effort).' }),
     transient: true,
-    description: 'A durability record was committed (best effort; the durability records holds it).',
+    description: 'A durability record was committed (best effort; the durability records hold it).',
   },
   text_delta: {
     schema: agentDeltaSchema('text_delta')

@@ -214,7 +214,7 @@ export function runRoutes(): RouteDefinition[] {
       method: 'get',
       path: HTTP_PATHS.durability,
       operationId: 'readDurability',
-      summary: 'Read one page of the session durability records',
+      summary: "Read one page of the session's durability records",
       tags: ['runs'],
       scope: 'read',
       query: durabilityQuerySchema,
