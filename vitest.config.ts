@@ -47,6 +47,8 @@ export default defineConfig({
           name: 'http',
           include: ['test/http/**/*.test.ts'],
           globalSetup: ['test/http/local-worker.ts'],
+          // A connection per request: workerd drops idle kept-alive ones (see the file).
+          setupFiles: ['test/http/fresh-connections.ts'],
           pool: 'forks',
           testTimeout: 30_000,
           hookTimeout: 120_000,

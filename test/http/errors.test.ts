@@ -37,6 +37,20 @@ afterAll(async () => {
   await worker?.stop();
 });
 
+/**
+ * A full batch as Python's json.dumps spells it: nine events of 900,000 UTF-8 bytes each ('é' is
+ * two bytes, six when escaped), about 8.1 MB as the store encodes it (within MAX_BATCH_BYTES),
+ * about 24 MB on the wire. Built before any request of the file: building it keeps the event loop
+ * busy for seconds on a loaded machine, and a kept-alive connection the runtime closes for
+ * idleness meanwhile would be taken for the next request (EPIPE) before the client sees it close.
+ */
+const FULL_BATCH = (() => {
+  const text = 'é'.repeat(450_000);
+  const events = Array.from({ length: 9 }, (_, index) => markerDraft(`${index}`, `${index}:${text}`));
+  const rawBody = JSON.stringify({ events }).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return { text, rawBody };
+})();
+
 function freshSession(): SessionId {
   counter += 1;
   return SessionId(`errors-${counter}-${Date.now()}`);
@@ -150,11 +164,7 @@ describe('domain errors over HTTP', () => {
 
   it('admits a full batch however the client escapes it (Python json.dumps: every non-ASCII character as \\u)', async () => {
     const sessionId = freshSession();
-    // Nine events of 900,000 UTF-8 bytes each ('é' is two bytes, six when escaped): about 8.1 MB as
-    // the store encodes it (within MAX_BATCH_BYTES), about 24 MB on the wire.
-    const text = 'é'.repeat(450_000);
-    const events = Array.from({ length: 9 }, (_, index) => markerDraft(`${index}`, `${index}:${text}`));
-    const rawBody = JSON.stringify({ events }).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const { text, rawBody } = FULL_BATCH;
     expect(rawBody.length).toBeGreaterThan(24_000_000);
     const response = await api(worker, `/v1/sessions/${sessionId}/events`, {
       token: worker.adminToken,
