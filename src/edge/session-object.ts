@@ -74,17 +74,8 @@ import { HeadWaiters, isPast } from './waiters.js';
 import { SessionSockets } from './sockets.js';
 import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
-import { ObjectCheckpoints } from './checkpoints.js';
-import type { SessionObjectCheckpointRpc } from '../adapters/durable-object/checkpoint-rpc.js';
+import { CheckpointHost, ObjectCheckpoints } from './checkpoints.js';
 import { CheckpointUploads } from './checkpoint-uploads.js';
-import {
-  CHECKPOINT_SLICE_BYTES,
-  sliceCheckpointRecord,
-  type CheckpointWriteSlice,
-  type DurableCheckpointExtension,
-  type DurableCheckpointRecord,
-  type DurableCheckpointSlice,
-} from '../core/checkpoint/contract.js';
 import type { RecoveryOperation } from '../protocol/recovery-operations.js';
 import type {
   RecoveryInputs,
@@ -166,7 +157,6 @@ export class SessionObject
     SessionObjectRpc,
     SessionObjectDurabilityRpc,
     SessionObjectJournalRpc,
-    SessionObjectCheckpointRpc,
     SessionObjectAgentRpc
 {
   /**
@@ -346,36 +336,6 @@ export class SessionObject
     this.#agent.observe(events);
   }
 
-  // ---- RPC: projection checkpoints (derived data; the object also writes them itself) --------
-
-  async readCheckpoint(sessionId: string, offset = 0, length = CHECKPOINT_SLICE_BYTES): Promise<RpcResult<DurableCheckpointSlice | null>> {
-    return toRpcResult(async () => {
-      const record = await this.#store.readCheckpoint(this.bindSession(sessionId));
-      return record === null ? null : sliceCheckpointRecord(record, offset, Math.min(length, CHECKPOINT_SLICE_BYTES));
-    });
-  }
-
-  async writeCheckpoint(sessionId: string, record: DurableCheckpointRecord): Promise<RpcResult<null>> {
-    return toRpcResult(async () => {
-      await this.#store.writeCheckpoint(this.bindSession(sessionId), record);
-      return null;
-    });
-  }
-
-  async extendCheckpoint(sessionId: string, extension: DurableCheckpointExtension): Promise<RpcResult<boolean>> {
-    return toRpcResult(() => this.#store.extendCheckpoint(this.bindSession(sessionId), extension));
-  }
-
-  async writeCheckpointSlice(sessionId: string, slice: CheckpointWriteSlice): Promise<RpcResult<boolean>> {
-    return toRpcResult(async () => {
-      const id = this.bindSession(sessionId);
-      const record = this.#uploads.add(slice);
-      if (record === null) return false;
-      await this.#store.writeCheckpoint(id, record);
-      return true;
-    });
-  }
-
   // ---- RPC: the store contract --------------------------------------------------------------
 
   async append(
@@ -435,6 +395,12 @@ export class SessionObject
       () => this.eventLog,
       // A parked agent may be able to go on now (its operator finished a recovery under the lease).
       () => this.#agent.afterRecovery(),
+    ),
+    // Projection checkpoints (derived data; the object also writes them itself), and the whole
+    // records a client writes in slices (`checkpoint-uploads.ts`).
+    checkpoint: new CheckpointHost(
+      () => this.#store,
+      new CheckpointUploads(() => Date.now()),
     ),
   };
 
@@ -511,9 +477,6 @@ export class SessionObject
       return result as RecoveryResults[O];
     });
   }
-
-  /** Whole checkpoint records a client writes in slices (`checkpoint-uploads.ts`). */
-  readonly #uploads = new CheckpointUploads(() => Date.now());
 
   /** Writes projection checkpoints after enough appends, off their critical path (`checkpoints.ts`). */
   readonly #checkpoints = new ObjectCheckpoints((sessionId, force) =>

@@ -24,18 +24,27 @@ import {
 } from './errors.js';
 import { sessionIdSchema } from './events.js';
 import { HTTP_PATHS } from './http-paths.js';
-import { MAX_ID_LENGTH, isValidId, type FencingToken, type SessionId, type WorkerId } from './ids.js';
+import {
+  MAX_ID_LENGTH,
+  isValidId,
+  type EventId,
+  type EventSequence,
+  type FencingToken,
+  type SessionId,
+  type WorkerId,
+} from './ids.js';
 import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from './limits.js';
 
 /**
  * How a transport failure is reported: a `read` is unavailable (safe to retry), a `write` has an
  * unknown outcome, a `command` (input with a `commandId`) has an unknown outcome to reconcile by
- * resubmitting the same command.
+ * resubmitting the same command. A `replace` writes derived data that a retry writes again
+ * harmlessly (a projection checkpoint): a transport failure is unavailable, as for a read.
  */
-export type OperationKind = 'read' | 'write' | 'command';
+export type OperationKind = 'read' | 'write' | 'command' | 'replace';
 
 /** The part of the session object that serves a row (see {@link OperationHosts}). */
-export type OperationHostName = 'log';
+export type OperationHostName = 'log' | 'checkpoint';
 
 /** The HTTP route of a row (`GET` takes the input as the query string, `POST` as the JSON body). */
 export interface OperationHttpSpec {
@@ -162,6 +171,35 @@ const OK_ANSWER = {
   fromOutput: () => ({ ok: true as const }),
   toOutput: () => null,
 };
+
+/**
+ * Bytes over RPC (structured clone keeps a `Uint8Array`). The checkpoint rows have no HTTP route of
+ * their own: the Worker's checkpoint route carries the bytes as base64url and one `POST` serves
+ * three rows (`src/app/routes/checkpoints.ts`).
+ */
+const bytesSchema = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { error: 'must be a Uint8Array' });
+/** A checkpoint's position: the last event it covers (the store checks both against its log). */
+const checkpointPosition = {
+  sequence: z.custom<EventSequence>((value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1),
+  eventId: z.custom<EventId>((value) => isValidId(value)),
+};
+
+const checkpointSliceSchema = z.strictObject({
+  ...checkpointPosition,
+  totalBytes: z.number().int().min(0),
+  offset: z.number().int().min(0),
+  data: bytesSchema,
+});
+const checkpointRecordSchema = z.strictObject({ ...checkpointPosition, data: bytesSchema, extendsBytes: z.number().int().optional() });
+const checkpointWriteSliceSchema = z.strictObject({
+  uploadId: z.string().min(1).max(128),
+  sequence: z.number(),
+  eventId: z.string(),
+  totalBytes: z.number().int().min(1),
+  offset: z.number().int().min(0),
+  data: bytesSchema,
+});
+const checkpointExtensionSchema = z.strictObject({ ...checkpointPosition, extendsBytes: z.number().int(), tail: bytesSchema });
 
 const leaseIdOfFence = (input: unknown): string | undefined => {
   const fence = typeof input === 'object' && input !== null ? (input as { fence?: unknown }).fence : undefined;
@@ -306,6 +344,41 @@ export const SESSION_OPERATIONS = {
       responseDescription: 'The digests.',
     },
   },
+  readCheckpoint: {
+    // The slice at `offset` (default 0) of the stored checkpoint, at most `length` bytes (default
+    // and maximum CHECKPOINT_SLICE_BYTES), or null: a record may exceed one RPC value (32 MiB).
+    kind: 'read',
+    host: 'checkpoint',
+    input: z.strictObject({ offset: z.number().int().min(0).optional(), length: z.number().int().min(1).optional() }),
+    output: checkpointSliceSchema.nullable(),
+    rpcArgs: (offset?: number, length?: number) => ({ offset, length }),
+  },
+  writeCheckpoint: {
+    // Replaces the stored checkpoint with a record that crosses in one RPC value.
+    kind: 'replace',
+    host: 'checkpoint',
+    input: checkpointRecordSchema,
+    output: z.null(),
+    rpcArgs: (record: z.output<typeof checkpointRecordSchema>) => record,
+  },
+  writeCheckpointSlice: {
+    // One slice of a whole record larger than one RPC value, in order from offset 0
+    // (`src/edge/checkpoint-uploads.ts`): true once the last one is in and the record is written.
+    kind: 'replace',
+    host: 'checkpoint',
+    input: checkpointWriteSliceSchema,
+    output: z.boolean(),
+    rpcArgs: (slice: z.output<typeof checkpointWriteSliceSchema>) => slice,
+  },
+  extendCheckpoint: {
+    // Appends the tail of a record that extends the stored one when the stored record is exactly
+    // the prefix it builds on: true; otherwise nothing is written, false (send the record whole).
+    kind: 'replace',
+    host: 'checkpoint',
+    input: checkpointExtensionSchema,
+    output: z.boolean(),
+    rpcArgs: (extension: z.output<typeof checkpointExtensionSchema>) => extension,
+  },
 } as const satisfies Record<string, OperationSpec>;
 
 /** Any operation name. */
@@ -356,14 +429,14 @@ export const OPERATION_NAMES = Object.freeze(Object.keys(SESSION_OPERATIONS) as 
 
 /**
  * The error of a call to `name` whose answer never came (`what`: e.g. "the session object did not
- * answer"), by the row's kind: a read is `DURABLE_EVENT_UNAVAILABLE`; a write whose row names a
- * lease is `DURABLE_EXECUTION_LEASE_TIMEOUT` with the `leaseId` (retry it to reconcile), any
- * other write `DURABLE_EVENT_WRITE_FAILED`; a command `DURABLE_COMMAND_OUTCOME_UNKNOWN` with its
+ * answer"), by the row's kind: a read or a replace is `DURABLE_EVENT_UNAVAILABLE`; a write
+ * whose row names a lease is `DURABLE_EXECUTION_LEASE_TIMEOUT` with the `leaseId` (retry it to
+ * reconcile), any other write `DURABLE_EVENT_WRITE_FAILED`; a command `DURABLE_COMMAND_OUTCOME_UNKNOWN` with its
  * `commandId` (resubmit the same command).
  */
 export function operationOutcomeUnknown(name: OperationName, input: unknown, what: string, cause: unknown): DurableError {
   const row: OperationSpec = SESSION_OPERATIONS[name];
-  if (row.kind === 'read') return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${name}: ${what}`, { cause });
+  if (row.kind === 'read' || row.kind === 'replace') return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${name}: ${what}`, { cause });
   if (row.kind === 'command') {
     const commandId = typeof input === 'object' && input !== null ? (input as { commandId?: unknown }).commandId : undefined;
     const id = typeof commandId === 'string' ? commandId : '(unknown)';

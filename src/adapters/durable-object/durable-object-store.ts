@@ -43,14 +43,12 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { appendResultFromReceipt } from './append-receipt.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
-import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import {
   checkCheckpointRecord,
   checkpointExtensionOf,
   readCheckpointSlices,
   writeWholeCheckpoint,
   type DurableCheckpointRecord,
-  type DurableCheckpointSlice,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
@@ -184,9 +182,7 @@ export class DurableObjectEventStore
   /** The session's latest projection checkpoint, kept by its object. */
   async readCheckpoint(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<DurableCheckpointRecord | null> {
     // In slices: a record may be larger than one RPC value.
-    return readCheckpointSlices((offset) =>
-      this.#call<DurableCheckpointSlice | null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).readCheckpoint(id, offset)),
-    );
+    return readCheckpointSlices((offset) => this.#operation(options?.signal, sessionId, 'readCheckpoint', { offset }));
   }
 
   /**
@@ -206,13 +202,13 @@ export class DurableObjectEventStore
     const extension = checkpointExtensionOf(checked);
     if (extension !== null) {
       const tail = { ...extension, tail: extension.tail.slice() };
-      if (await this.#call<boolean>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).extendCheckpoint(id, tail))) return;
+      if (await this.#operation(options?.signal, sessionId, 'extendCheckpoint', tail)) return;
     }
     // A view would carry its whole buffer across RPC: the whole record goes as a copy (slices are copies).
     await writeWholeCheckpoint(
       { sequence: checked.sequence, eventId: checked.eventId, data: checked.data },
-      (record) => this.#call<null>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpoint(id, { ...record, data: record.data.slice() })),
-      (slice) => this.#call<boolean>(options?.signal, sessionId, (stub, id) => checkpointStub(stub).writeCheckpointSlice(id, slice)),
+      (record) => this.#operation(options?.signal, sessionId, 'writeCheckpoint', { ...record, data: record.data.slice() }),
+      (slice) => this.#operation(options?.signal, sessionId, 'writeCheckpointSlice', slice),
     );
   }
 
@@ -287,12 +283,6 @@ export class DurableObjectEventStore
     };
     return this.#call(options?.signal, sessionId, (stub, id) => durabilityStub(stub).readDurability(id, rpcOptions));
   }
-}
-
-/** The same stub, seen through its checkpoint methods. */
-function checkpointStub(stub: SessionObjectRpc): SessionObjectCheckpointRpc {
-  // SAFETY: the stub of a SessionObject forwards every public method, checkpoint ones included.
-  return stub as unknown as SessionObjectCheckpointRpc;
 }
 
 /** The same stub, seen through its durability methods. */

@@ -22,7 +22,6 @@
 import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
 import type { CommandId, SessionId } from '../../protocol/ids.js';
 import { isRecoveryMutation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
-import type { SessionObjectCheckpointRpc } from './checkpoint-rpc.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
@@ -31,10 +30,7 @@ import { callOperation } from './operation-client.js';
 import { isOperationName, SESSION_OPERATIONS, type OperationSpec } from '../../protocol/operations.js';
 
 /** Every RPC method of the session object. */
-type SessionObjectRpcMethods = SessionObjectRpc &
-  SessionObjectJournalRpc &
-  SessionObjectDurabilityRpc &
-  SessionObjectCheckpointRpc;
+type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;
 
 /** One RPC method without its leading `sessionId` and its envelope. */
 type Unwrapped<M> = M extends (sessionId: string, ...args: infer A) => Promise<RpcResult<infer R>>
@@ -66,7 +62,6 @@ const WRITES = new Set<string>([
   'startToolCall',
   'runToolCall',
   'deliver',
-  'writeCheckpoint',
 ]);
 
 function commandIdOf(value: unknown): CommandId | undefined {

@@ -6,9 +6,14 @@
  * stored one, so a client's regular write sends the IDs used since its last one rather than the
  * whole record, or (with `upload`) carries one slice of a whole record too large for one request. The bytes travel as unpadded base64url in JSON. The object also writes
  * checkpoints on its own.
+ *
+ * The object's side is the checkpoint rows of `SESSION_OPERATIONS` (`src/protocol/operations.ts`),
+ * called through the one RPC client. The route stays hand-written: one `POST` serves three rows
+ * (a whole record, possibly in slices; an extension; a slice), and the bytes cross HTTP as
+ * base64url but RPC as a `Uint8Array`.
  */
 import { z } from 'zod';
-import type { SessionObjectCheckpointRpc } from '../../adapters/durable-object/checkpoint-rpc.js';
+import { callOperation } from '../../adapters/durable-object/operation-client.js';
 import {
   CHECKPOINT_SLICE_BYTES,
   MAX_CHECKPOINT_BYTES,
@@ -21,7 +26,6 @@ import { DurableEventStoreError } from '../../protocol/errors.js';
 import { EventId, EventSequence } from '../../protocol/ids.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 
 /** Largest checkpoint accepted over HTTP (base64url of at most 48 MiB of bytes). */
 const MAX_HTTP_CHECKPOINT_BYTES = Math.min(MAX_CHECKPOINT_BYTES, 48 * 1024 * 1024);
@@ -92,14 +96,6 @@ const readQuerySchema = z
   .object({ offset: z.string().regex(/^\d{1,12}$/).optional().describe('first byte of the slice (default 0)') })
   .strict();
 
-function unavailable(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
-}
-
-function checkpointRpc(object: SessionObjectHandle): SessionObjectCheckpointRpc {
-  return object;
-}
-
 /** The checkpoint routes. */
 export function checkpointRoutes(): RouteDefinition[] {
   return [
@@ -115,7 +111,7 @@ export function checkpointRoutes(): RouteDefinition[] {
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_UNAVAILABLE'],
       async handle({ sessionId, object, query }) {
         const offset = query.offset === undefined ? 0 : Number(query.offset);
-        const slice = await callObject(() => checkpointRpc(object).readCheckpoint(sessionId, offset, HTTP_CHECKPOINT_SLICE_BYTES), unavailable);
+        const slice = await callOperation(object, sessionId, 'readCheckpoint', { offset, length: HTTP_CHECKPOINT_SLICE_BYTES });
         if (slice === null) return { checkpoint: null };
         return {
           checkpoint: {
@@ -147,20 +143,20 @@ export function checkpointRoutes(): RouteDefinition[] {
           if (body.extendsBytes !== undefined) throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'a slice of a whole record cannot extend one');
           const { id: uploadId, totalBytes, offset } = body.upload;
           const slice = { uploadId, ...position, totalBytes, offset, data };
-          const complete = await callObject(() => checkpointRpc(object).writeCheckpointSlice(sessionId, slice), unavailable);
+          const complete = await callOperation(object, sessionId, 'writeCheckpointSlice', slice);
           return { ok: true as const, complete };
         }
         if (body.extendsBytes !== undefined) {
           const extension: DurableCheckpointExtension = { ...position, extendsBytes: body.extendsBytes, tail: data };
-          const extended = await callObject(() => checkpointRpc(object).extendCheckpoint(sessionId, extension), unavailable);
+          const extended = await callOperation(object, sessionId, 'extendCheckpoint', extension);
           return { ok: true as const, extended };
         }
         const record: DurableCheckpointRecord = { ...position, data };
         // A record over one RPC value's room goes to the object in slices.
         await writeWholeCheckpoint(
           record,
-          (whole) => callObject(() => checkpointRpc(object).writeCheckpoint(sessionId, whole), unavailable),
-          (slice) => callObject(() => checkpointRpc(object).writeCheckpointSlice(sessionId, slice), unavailable),
+          (whole) => callOperation(object, sessionId, 'writeCheckpoint', whole),
+          (slice) => callOperation(object, sessionId, 'writeCheckpointSlice', slice),
         );
         return { ok: true as const };
       },
