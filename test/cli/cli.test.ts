@@ -12,6 +12,7 @@ import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { CLI_SOURCE, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
 let jsonl: string;
@@ -32,7 +33,7 @@ describe('arguments and errors', () => {
   it('--help works when the native addons cannot load', async () => {
     const preload = path.join(ROOT, 'test/cli/fixtures/deny-native.mjs');
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', preload, '--import', 'tsx', CLI_SOURCE, '--help'], { cwd: ROOT });
+      const child = spawn(process.execPath, ['--import', preload, ...tsChildArgs(CLI_SOURCE), '--help'], { cwd: ROOT });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -44,7 +45,7 @@ describe('arguments and errors', () => {
     for (const command of ['inspect', 'events', 'tail', 'plan', 'verify', 'checkpoint', 'copy', 'fork', 'serve']) expect(run.stdout).toContain(command);
     // The same preload does break a command that needs the addon: the test can fail.
     const sqlite = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', preload, '--import', 'tsx', CLI_SOURCE, 'inspect', `sqlite:${path.join(dir, 'none.db')}`, 'x'], { cwd: ROOT });
+      const child = spawn(process.execPath, ['--import', preload, ...tsChildArgs(CLI_SOURCE), 'inspect', `sqlite:${path.join(dir, 'none.db')}`, 'x'], { cwd: ROOT });
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.on('close', (code) => resolve({ code, stderr }));
@@ -138,7 +139,7 @@ describe('progress', () => {
   it('draws a progress bar on a terminal only; stdout is the same either way', async () => {
     const run = (preload: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
       new Promise((resolve) => {
-        const child = spawn(process.execPath, [...preload, '--import', 'tsx', CLI_SOURCE, 'verify', jsonl, 'perm'], { cwd: ROOT });
+        const child = spawn(process.execPath, [...preload, ...tsChildArgs(CLI_SOURCE), 'verify', jsonl, 'perm'], { cwd: ROOT });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -25,6 +25,7 @@ import { readDurabilityRecords } from '../../src/inspector/model/inspection.js';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
 import { SESSION_ID as MATRIX_SESSION } from '../session/fixtures/matrix-agent.js';
 import { ROOT, runCli, tempDir, type CliRun } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
 let worker: LocalWorker;
@@ -36,7 +37,7 @@ const EDGE_SESSION = 'edge-agent-copy';
 async function runMatrixAgent(backend: 'jsonl' | 'sqlite', into: string): Promise<void> {
   mkdirSync(into, { recursive: true });
   const run = await new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/session/fixtures/matrix-child.ts'), backend, into, '0'], {
+    const child = spawn(process.execPath, [...tsChildArgs(path.join(ROOT, 'test/session/fixtures/matrix-child.ts')), backend, into, '0'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -59,7 +59,7 @@ export async function seed(store: string, scenario: string, sessionId: string, c
   const result = await new Promise<CliRun>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(ROOT, 'test/cli/fixtures/seed.ts'), store, scenario, sessionId, ...(count === undefined ? [] : [String(count)])],
+      [...tsChildArgs(path.join(ROOT, 'test/cli/fixtures/seed.ts')), store, scenario, sessionId, ...(count === undefined ? [] : [String(count)])],
       { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';

@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
 let jsonl: string;
@@ -107,7 +108,7 @@ describe('tail -f', () => {
     const exited = new Promise<number | null>((resolve) => tail.once('exit', resolve));
     const output = linesOf(tail);
     await output.waitFor(2);
-    const writer = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/cli/fixtures/append-and-close.ts'), `sqlite:${file}`, 'follow'], {
+    const writer = spawn(process.execPath, [...tsChildArgs(path.join(ROOT, 'test/cli/fixtures/append-and-close.ts')), `sqlite:${file}`, 'follow'], {
       cwd: ROOT,
       stdio: 'inherit',
     });
