@@ -5,7 +5,7 @@
  *   token, send a message and see the answer stream with the `word_stats` tool call, its progress
  *   and its result; send a `note:` whose text is markup, answer the permission prompt with Allow,
  *   and see the tool's result and the answer with the markup shown as text (no element made of
- *   it); the session list, a second chat, the inspector link; the CSP holds and nothing but the
+ *   it); a second `note:` answered with Deny (the tool cancelled as denied, nothing saved); the session list, a second chat, the inspector link; the CSP holds and nothing but the
  *   Worker's origin is requested, the token never in a URL.
  * - The fixture Worker (`test/workers/fixtures/agents-worker.ts`): a `gated` answer held after
  *   "one two " (released by the test route), the page reloaded mid-answer: the conversation is
@@ -121,6 +121,25 @@ describe('the chat page in Chromium', () => {
     await page.locator('#sessions li a.open', { hasText: 'count these five words' }).click();
     await expect.poll(() => page.locator('li.assistant.done').count(), { timeout: 20_000 }).toBe(2);
 
+    checkClean(watched, demo, demo.adminToken);
+  }, 120_000);
+
+  it('answers a permission prompt with Deny: the tool is cancelled as denied, nothing is saved, the agent says so', async () => {
+    if (demo === undefined) throw new Error('setup failed');
+    const watched = await openPage(demo);
+    const { page } = watched;
+    await send(page, 'note: keep this out');
+    const answer = page.locator('li.assistant').nth(0);
+    const prompt = answer.locator('.permission');
+    await prompt.locator('button.deny').waitFor({ timeout: 30_000 });
+    await prompt.locator('button.deny').click();
+    await page.locator('li.assistant.done').first().waitFor({ timeout: 30_000 });
+    expect(await prompt.getAttribute('data-decision')).toBe('deny');
+    expect(await prompt.locator('.permission-status').textContent()).toBe('denied');
+    const tool = answer.locator('.tool[data-tool-name="save_note"]');
+    expect(await tool.getAttribute('data-status')).toBe('cancelled (permission_denied: permission denied)');
+    expect(await tool.locator('.tool-result, .tool-error').count()).toBe(0);
+    expect(await answer.locator('.text').last().textContent()).toBe('The note was not saved.');
     checkClean(watched, demo, demo.adminToken);
   }, 120_000);
 
