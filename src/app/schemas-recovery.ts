@@ -1,5 +1,7 @@
 /**
  * Zod schemas of the journal and recovery routes (`/commands`, `/projection`, `/recovery/*`).
+ * The recovery request bodies are the inputs of their rows in `SESSION_OPERATIONS`
+ * (`src/protocol/operations.ts`); the response schemas are here.
  *
  * Like `schemas.ts`, each schema serves twice: the route validates the request body with it
  * before anything reaches the session's object, and `openapi.ts` documents it. Request schemas
@@ -28,7 +30,7 @@ import {
 } from '../protocol/events.js';
 import { jsonObjectSchema } from '../protocol/json.js';
 import { MAX_BATCH_EVENTS } from '../protocol/limits.js';
-import { RECOVERY_OPERATIONS, recoveryCommandFields, type RecoveryMutation, type RecoveryResponseKind } from '../protocol/recovery-operations.js';
+import { recoveryCommandFields, type RecoveryResponseKind } from '../protocol/recovery-operations.js';
 import { durableEventEnvelopeSchema, executionFenceSchema } from './schemas.js';
 
 // ---- shared pieces ----
@@ -134,26 +136,6 @@ const recoveryPlanSchema = z
 export const projectionResponseSchema = z
   .strictObject({ projection: sessionProjectionSchema, recoveryPlan: recoveryPlanSchema, headSequence: eventSequenceSchema.nullable() })
   .meta({ id: 'ProjectionResponse' });
-
-// ---- recovery requests ----
-
-/**
- * The body schema of a recovery mutation: its row's coordinator input (src/protocol/recovery-operations.ts)
- * plus the optional `executionFence`, named `<Operation>Request` in the OpenAPI components.
- */
-export function recoveryRequestSchema(operation: RecoveryMutation): z.ZodObject {
-  let schema = requestSchemas.get(operation);
-  if (schema === undefined) {
-    const input = RECOVERY_OPERATIONS[operation].input;
-    const name = operation.charAt(0).toUpperCase() + operation.slice(1);
-    schema = input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id: `${name}Request` });
-    requestSchemas.set(operation, schema);
-  }
-  return schema;
-}
-
-/** One body schema per operation (a component id names one schema). */
-const requestSchemas = new Map<RecoveryMutation, z.ZodObject>();
 
 // ---- recovery responses ----
 

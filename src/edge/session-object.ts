@@ -76,7 +76,8 @@ import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
 import { CheckpointHost, ObjectCheckpoints } from './checkpoints.js';
 import { CheckpointUploads } from './checkpoint-uploads.js';
-import type { RecoveryOperation } from '../protocol/recovery-operations.js';
+import { isRecoveryOperation, type RecoveryOperation } from '../protocol/recovery-operations.js';
+import { recoveryHost } from './recovery-host.js';
 import type {
   RecoveryInputs,
   RecoveryResults,
@@ -101,6 +102,7 @@ import { SessionAgentHost } from './agent-host.js';
 import { EventLogHost } from './log-host.js';
 import {
   isOperationName,
+  recoveryRowInput,
   SESSION_OPERATIONS,
   type OperationHosts,
   type OperationName,
@@ -402,6 +404,11 @@ export class SessionObject
       () => this.#store,
       new CheckpointUploads(() => Date.now()),
     ),
+    // The recovery coordinator's operations, run by the journal host next to the store.
+    recovery: recoveryHost(
+      () => this.#journalHost(),
+      () => this.#agent.afterRecovery(),
+    ),
   };
 
   /**
@@ -464,18 +471,26 @@ export class SessionObject
     return toRpcResult(() => this.#journalHost().projection(this.bindSession(sessionId)));
   }
 
+  /**
+   * Runs one recovery operation: the row `operation` of `SESSION_OPERATIONS` (host `recovery`),
+   * with `options.executionFence` beside the input (see `recoveryRowInput`).
+   */
   async recover<O extends RecoveryOperation>(
     sessionId: string,
     operation: O,
     input: RecoveryInputs[O],
     options?: RpcJournalCallOptions,
   ): Promise<RpcResult<RecoveryResults[O]>> {
-    return toRpcResult(async () => {
-      const result = await this.#journalHost().recover(this.bindSession(sessionId), operation, input, options);
-      this.#agent.afterRecovery();
-      // SAFETY: the host dispatches on `operation` and returns that operation's result.
-      return result as RecoveryResults[O];
+    const checked = await toRpcResult(() => {
+      this.bindSession(sessionId);
+      if (!isRecoveryOperation(operation)) {
+        throw invalidInput(`unknown recovery operation ${JSON.stringify(String(operation).slice(0, 64))}`);
+      }
+      return recoveryRowInput(input, options);
     });
+    if (!checked.ok) return checked;
+    // SAFETY: the recovery host runs the coordinator method `operation`, whose result this is.
+    return (await this.operation(sessionId, operation, checked.value)) as RpcResult<RecoveryResults[O]>;
   }
 
   /** Writes projection checkpoints after enough appends, off their critical path (`checkpoints.ts`). */

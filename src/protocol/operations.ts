@@ -11,8 +11,9 @@
  * - the HTTP client's call (`HttpDurableEventStore`).
  *
  * Adding an operation: one row here and one method of the same name on its host (the compiler
- * demands the method: see {@link OperationHosts}). `RECOVERY_OPERATIONS` is the same idea for the
- * recovery coordinator; streaming routes (subscribe, long polls) stay hand-written.
+ * demands the method: see {@link OperationHosts}). The recovery rows are generated, one per entry
+ * of `RECOVERY_OPERATIONS` (src/protocol/recovery-operations.ts): add a recovery operation there.
+ * Streaming routes (subscribe, long polls) stay hand-written.
  */
 import { z } from 'zod';
 import {
@@ -23,7 +24,7 @@ import {
   type DurableErrorCode,
 } from './errors.js';
 import { sessionIdSchema } from './events.js';
-import { HTTP_PATHS } from './http-paths.js';
+import { HTTP_PATHS, recoveryPathTemplate } from './http-paths.js';
 import {
   MAX_ID_LENGTH,
   isValidId,
@@ -34,6 +35,12 @@ import {
   type WorkerId,
 } from './ids.js';
 import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from './limits.js';
+import {
+  RECOVERY_OPERATION_NAMES,
+  RECOVERY_OPERATIONS,
+  type RecoveryOperation,
+  type RecoveryOperationSpec,
+} from './recovery-operations.js';
 
 /**
  * How a transport failure is reported: a `read` is unavailable (safe to retry), a `write` has an
@@ -44,7 +51,7 @@ import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from './limits.js'
 export type OperationKind = 'read' | 'write' | 'command' | 'replace';
 
 /** The part of the session object that serves a row (see {@link OperationHosts}). */
-export type OperationHostName = 'log' | 'checkpoint';
+export type OperationHostName = 'log' | 'checkpoint' | 'recovery';
 
 /** The HTTP route of a row (`GET` takes the input as the query string, `POST` as the JSON body). */
 export interface OperationHttpSpec {
@@ -61,6 +68,10 @@ export interface OperationHttpSpec {
   readonly errors: readonly DurableErrorCode[];
   /** Code of an input that fails the schema (default `DURABLE_EVENT_INVALID_INPUT`). */
   readonly inputErrorCode?: DurableErrorCode;
+  /** Code of an input whose field of this name fails the schema, when not `inputErrorCode`. */
+  readonly fieldErrorCodes?: Readonly<Record<string, DurableErrorCode>>;
+  /** The body may be as large as an append batch's, not only a control body's (64 KiB). */
+  readonly largeBody?: boolean;
   readonly responseDescription: string;
   /** The response body when it is not the output itself, and the way back for the HTTP client. */
   readonly answer?: { readonly schema: z.ZodType; fromOutput(output: unknown): unknown; toOutput(body: unknown): unknown };
@@ -208,6 +219,108 @@ const leaseIdOfFence = (input: unknown): string | undefined => {
 };
 
 const LEASE_FENCE_ERRORS = ['DURABLE_EXECUTION_LEASE_LOST', 'DURABLE_EXECUTION_LEASE_INVALID', 'DURABLE_EXECUTION_LEASE_TIMEOUT'] as const;
+
+// ---- the recovery rows: one per row of RECOVERY_OPERATIONS --------------------------------------
+
+/** Codes every recovery command's route may answer with. */
+const RECOVERY_COMMAND_ERRORS: readonly DurableErrorCode[] = [
+  'DURABLE_EVENT_INVALID_INPUT',
+  'DURABLE_EVENT_LIMIT_EXCEEDED',
+  'DURABLE_EVENT_SEQUENCE_CONFLICT',
+  'DURABLE_COMMAND_CONFLICT',
+  'DURABLE_RECOVERY_INVALID_STATE',
+  'DURABLE_RECOVERY_TARGET_NOT_FOUND',
+  'DURABLE_EVENT_PROJECTION_INVALID',
+  'DURABLE_EXECUTION_LEASE_REQUIRED',
+  'DURABLE_EXECUTION_LEASE_LOST',
+  'DURABLE_EXECUTION_LEASE_INVALID',
+  'DURABLE_COMMAND_OUTCOME_UNKNOWN',
+];
+
+/**
+ * The coordinator method's result (its exact shape per `RecoveryResponseKind` is documented by
+ * the HTTP layer, `RECOVERY_RESPONSE_SCHEMAS` in `src/app/schemas-recovery.ts`).
+ */
+const recoveryResultSchema = z.record(z.string(), z.unknown());
+
+/**
+ * The row of a recovery operation. Its input is the HTTP body: the coordinator's input plus an
+ * optional `executionFence`, which the host passes beside the input (the coordinator's inputs are
+ * strict). `planResume` takes none (a fence, when given, is checked and unused).
+ */
+interface RecoveryRow extends OperationSpec {
+  readonly kind: 'command' | 'read';
+  readonly host: 'recovery';
+  readonly input: z.ZodType<Record<string, unknown>>;
+  readonly output: typeof recoveryResultSchema;
+  readonly http: OperationHttpSpec;
+}
+
+function recoveryRow(name: RecoveryOperation): RecoveryRow {
+  const spec: RecoveryOperationSpec = RECOVERY_OPERATIONS[name];
+  const route = {
+    path: recoveryPathTemplate(name),
+    scope: 'recover',
+    summary: spec.summary,
+    description: spec.description,
+    tags: ['recovery'],
+  };
+  if (!spec.mutates || spec.input === undefined) {
+    return {
+      kind: 'read',
+      host: 'recovery',
+      input: noInput,
+      output: recoveryResultSchema,
+      http: {
+        ...route,
+        method: 'get',
+        errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_PROJECTION_INVALID', 'DURABLE_EVENT_UNAVAILABLE'],
+        responseDescription: 'The decision and the head it was taken on.',
+      },
+    };
+  }
+  const id = `${name.charAt(0).toUpperCase()}${name.slice(1)}Request`;
+  return {
+    kind: 'command',
+    host: 'recovery',
+    input: spec.input.extend({ executionFence: executionFenceSchema.optional() }).meta({ id }),
+    output: recoveryResultSchema,
+    http: {
+      ...route,
+      method: 'post',
+      errors: [...RECOVERY_COMMAND_ERRORS, ...(spec.extraErrors ?? [])],
+      fieldErrorCodes: { executionFence: 'DURABLE_EXECUTION_LEASE_INVALID' },
+      largeBody: true,
+      responseDescription: 'The recovery command as stored, with the new projection and plan.',
+    },
+  };
+}
+
+/**
+ * The input of a recovery row from the positional form `recover(operation, input, options)`: the
+ * coordinator's input with `options.executionFence` beside its fields. `options` is an untrusted
+ * shape over RPC: anything but an object whose only key is `executionFence` is refused.
+ */
+export function recoveryRowInput(input: unknown, options: unknown): unknown {
+  let executionFence: unknown;
+  if (options !== undefined && options !== null) {
+    if (typeof options !== 'object' || Array.isArray(options)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', 'options must be an object');
+    }
+    for (const key of Object.keys(options)) {
+      if (key !== 'executionFence') throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `options has an unknown key "${key}"`);
+    }
+    executionFence = (options as { executionFence?: unknown }).executionFence;
+  }
+  if (executionFence === undefined) return input ?? {};
+  const fields = typeof input === 'object' && input !== null && !Array.isArray(input) ? input : {};
+  return { ...fields, executionFence };
+}
+
+/** One row per recovery operation, named like the coordinator method, in `RECOVERY_OPERATIONS` order. */
+const RECOVERY_ROWS = Object.fromEntries(RECOVERY_OPERATION_NAMES.map((name) => [name, recoveryRow(name)])) as {
+  readonly [O in RecoveryOperation]: RecoveryRow;
+};
 
 /** Every session operation, by name. See the module header. */
 export const SESSION_OPERATIONS = {
@@ -379,6 +492,7 @@ export const SESSION_OPERATIONS = {
     output: z.boolean(),
     rpcArgs: (extension: z.output<typeof checkpointExtensionSchema>) => extension,
   },
+  ...RECOVERY_ROWS,
 } as const satisfies Record<string, OperationSpec>;
 
 /** Any operation name. */

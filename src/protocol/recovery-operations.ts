@@ -2,14 +2,14 @@
  * The recovery operations: ONE table, runtime-neutral.
  *
  * Each row is one operation of `DurableSessionRecoveryCoordinator`, keyed by the coordinator's
- * method name. Everything else is derived from the row:
- * - the session object's RPC `recover(sessionId, operation, input)` accepts exactly these names
- *   and types each input and result from the coordinator method of the same name
- *   (`src/adapters/durable-object/journal-rpc.ts`);
- * - the HTTP route `POST /v1/sessions/{sessionId}/recovery/<segment>` (`GET` for a read-only
- *   row), its body schema (`input` plus an optional `executionFence`), its OpenAPI entry and the
- *   route table of `docs/http-api.md` (`src/app/routes/recovery.ts`);
- * - the HTTP client's `recover` call (`src/adapters/http/http-store.ts`).
+ * method name, and becomes one row of `SESSION_OPERATIONS` (src/protocol/operations.ts, host
+ * `recovery`), from which everything else is derived like for any session operation: the object's
+ * `operation` RPC and its host (`src/edge/recovery-host.ts`), `callOperation`, the HTTP route
+ * `POST /v1/sessions/{sessionId}/recovery/<segment>` (`GET` for a read-only row) with its body
+ * schema (`input` plus an optional `executionFence`), OpenAPI entry and route-table line, and the
+ * HTTP client's call. The positional `recover(sessionId, operation, input, options)` of the object,
+ * `sessionClient` and `HttpDurableEventStore` types each input and result from the coordinator
+ * method of the same name (`src/adapters/durable-object/journal-rpc.ts`) and runs the row.
  * `planActions` names the projector's recovery-plan actions that the operation answers, so the
  * plan's `resolve_permissions`, the method `resolvePermission` and the URL segment
  * `resolve-permission` are one row, not three spellings in six files.

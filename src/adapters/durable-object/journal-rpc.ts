@@ -7,7 +7,8 @@
  * rules in one round trip instead of one per store call.
  *
  * - Recovery operations are the rows of `RECOVERY_OPERATIONS` (src/protocol/recovery-operations.ts),
- *   named like the coordinator methods; each input and result type is the method's own.
+ *   named like the coordinator methods; each input and result type is the method's own. `recover`
+ *   runs the row of that name of `SESSION_OPERATIONS` through the object's `operation` entry.
  * - Every method answers with an `RpcResult` envelope (see `rpc.ts`), so domain errors keep their
  *   class and code across RPC.
  * - A fence (`executionFence`) travels beside the input, never inside it: the coordinator's

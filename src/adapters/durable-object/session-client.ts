@@ -6,7 +6,8 @@
  * transport detail: {@link sessionClient} binds one session, unwraps every answer and rethrows
  * failures as the original error classes with their codes. A call that fails in transit (object
  * reset, overload) throws the error of an uncertain outcome:
- * - `commit` / `recover` mutations: `DurableCommandOutcomeUnknownError` (resubmit the same command);
+ * - `commit` and the recovery commands (`recover`, through `callOperation`):
+ *   `DurableCommandOutcomeUnknownError` (resubmit the same command);
  * - lease writes (`acquireExecutionLease`, renew, release, assert): `DURABLE_EXECUTION_LEASE_TIMEOUT`
  *   with the `leaseId` (the rule of their rows in `SESSION_OPERATIONS`, see `operation-client.ts`);
  * - other writes (`append`, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
@@ -21,13 +22,13 @@
  */
 import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
 import type { CommandId, SessionId } from '../../protocol/ids.js';
-import { isRecoveryMutation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
+import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
 import { callOperation } from './operation-client.js';
-import { isOperationName, SESSION_OPERATIONS, type OperationSpec } from '../../protocol/operations.js';
+import { isOperationName, recoveryRowInput, SESSION_OPERATIONS, type OperationSpec } from '../../protocol/operations.js';
 
 /** Every RPC method of the session object. */
 type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;
@@ -72,8 +73,7 @@ function commandIdOf(value: unknown): CommandId | undefined {
 }
 
 function transportFailure(method: string, args: readonly unknown[], cause: unknown): DurableError {
-  const commandId =
-    method === 'commit' ? commandIdOf(args[0]) : method === 'recover' && isRecoveryMutation(args[0]) ? commandIdOf(args[1]) : undefined;
+  const commandId = method === 'commit' ? commandIdOf(args[0]) : undefined;
   if (commandId !== undefined) {
     return new DurableCommandOutcomeUnknownError(
       `${method}: the session object did not answer; the outcome of command ${commandId} is unknown (resubmit the same command to reconcile)`,
@@ -105,6 +105,13 @@ export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: 
   const call =
     (method: string) =>
     async (...args: unknown[]): Promise<unknown> => {
+      if (method === 'recover') {
+        const [operation, input, options] = args;
+        if (!isRecoveryOperation(operation)) {
+          throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `unknown recovery operation ${JSON.stringify(String(operation))}`);
+        }
+        return callOperation(stub, sessionId, operation, recoveryRowInput(input, options) as never);
+      }
       if (isOperationName(method)) {
         const row: OperationSpec = SESSION_OPERATIONS[method];
         const input = row.rpcArgs === undefined ? args[0] : (row.rpcArgs as (...a: unknown[]) => unknown)(...args);

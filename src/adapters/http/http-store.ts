@@ -60,14 +60,15 @@ import { MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../../protocol/lim
 import { errorFromProblemResponse } from './problem.js';
 import { commandFailures, isRecord, malformed, operationFailures, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
 import {
+  recoveryRowInput,
   SESSION_OPERATIONS,
   type OperationInput,
   type OperationName,
   type OperationOutput,
   type OperationSpec,
 } from '../../protocol/operations.js';
-import { HTTP_PATHS, recoveryPathTemplate } from '../../protocol/http-paths.js';
-import { RECOVERY_OPERATIONS, isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
+import { HTTP_PATHS } from '../../protocol/http-paths.js';
+import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';
 import type { RecoveryInputs, RecoveryResults, SessionProjectionResult } from '../durable-object/journal-rpc.js';
 import { WebSocketWatch, type WebSocketConstructorLike } from './websocket-watch.js';
@@ -449,8 +450,9 @@ export class HttpDurableEventStore
   }
 
   /**
-   * Runs one recovery operation (a row of `RECOVERY_OPERATIONS`) inside the session's object,
-   * through its route: `POST .../recovery/<segment>` for a mutation, `GET` for `planResume`.
+   * Runs one recovery operation (a row of `RECOVERY_OPERATIONS`, and so of `SESSION_OPERATIONS`)
+   * inside the session's object, through its route: `POST .../recovery/<segment>` for a command,
+   * `GET` for `planResume`.
    */
   async recover<O extends RecoveryOperation>(
     sessionId: SessionId,
@@ -458,26 +460,15 @@ export class HttpDurableEventStore
     input: RecoveryInputs[O],
     options: HttpJournalCallOptions = {},
   ): Promise<RecoveryResults[O]> {
-    const id = checkSessionId(sessionId);
     if (!isRecoveryOperation(operation)) {
       throw new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', `unknown recovery operation ${JSON.stringify(String(operation))}`);
     }
-    const path = sessionPath(recoveryPathTemplate(operation), id);
-    const mutates = RECOVERY_OPERATIONS[operation].mutates;
-    const body: Record<string, unknown> = isRecord(input) ? { ...input } : {};
-    if (options.executionFence !== undefined) body['executionFence'] = options.executionFence;
-    const result = await this.#request({
-      method: mutates ? 'POST' : 'GET',
-      path,
-      ...(mutates ? { body } : {}),
-      signal: options.signal,
-      failures: mutates
-        ? commandFailures(operation, isRecord(input) ? input['commandId'] : undefined)
-        : storeFailures('DURABLE_EVENT_UNAVAILABLE', operation),
-    });
-    if (!isRecord(result)) throw malformed(operation);
+    // A fence rides in a command's body; `planResume` (a GET) takes none.
+    const commands = SESSION_OPERATIONS[operation].kind === 'command';
+    const fence = options.executionFence === undefined || !commands ? undefined : { executionFence: options.executionFence };
+    const rowInput = recoveryRowInput(isRecord(input) ? input : {}, fence);
     // SAFETY: the route answers with this operation's result (validated by the object).
-    return result as unknown as RecoveryResults[O];
+    return (await this.#operation(operation, sessionId, rowInput as never, options.signal)) as unknown as RecoveryResults[O];
   }
 
   /**
