@@ -41,6 +41,10 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
       skip: [{ reason: 'faults cannot be injected into the Worker process over HTTP', checks: failureChecks }],
       // Long enough that two HTTP round trips of one check fit in it on a busy machine.
       leaseTtlMs: 1_000,
+      // A hang guard per check sized for the largest one over HTTP: read-pages-bounded-by-bytes
+      // appends 33 MiB and reads it back twice (about 100 MB through the Worker), 20-25 s with both
+      // cores saturated against the default 20 s.
+      checkTimeoutMs: 90_000,
       sessionPrefix: 'http-conformance',
     });
     expect(result.mode).toBe('durable');
@@ -49,7 +53,7 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
     expect(result.checks).toContain('abort-append-writes-nothing');
     expect(result.skipped.map((entry) => entry.check).sort()).toEqual([...failureChecks].sort());
     expect(result.checks.length + result.skipped.length).toBe(storeConformanceChecks.length);
-  }, 120_000); // a hang guard: about 60 checks, each a few HTTP round trips, on a busy machine
+  }, 300_000); // a hang guard: about 60 checks, each a few HTTP round trips, on a saturated machine
 
   it('runs the journal and subscription suites unchanged against the edge', async () => {
     const extraChecks = [...journalConformanceChecks, ...subscriptionConformanceChecks];
@@ -68,7 +72,7 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
     });
     expect(result.checks).toEqual(extraChecks.map((check) => check.name).filter((name) => !failureChecks.includes(name)));
     expect(result.checks).toContain('subscription-live-by-watch');
-  });
+  }, 120_000); // a hang guard, as above
 
   it('runs the lease handle and recovery suites unchanged against the edge', async () => {
     const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
@@ -80,7 +84,7 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
       sessionPrefix: 'http-lease-recovery',
     });
     expect(result.checks).toEqual(extraChecks.map((check) => check.name));
-  });
+  }, 120_000); // a hang guard, as above
 
   it('satisfies both store contracts at the type level', () => {
     const store = newStore() satisfies DurableEventStore & DurableExecutionLeaseStore;
