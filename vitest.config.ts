@@ -28,6 +28,10 @@ export const TEST_WORKER_BINDINGS = {
 
 export default defineConfig({
   test: {
+    // Files of every project share this many workers. Most files wait on other processes (child
+    // processes, workerd, PostgreSQL, Chromium), so three at once fill two cores; vitest's default
+    // on two cores is one file at a time.
+    maxWorkers: 3,
     projects: [
       {
         test: {
