@@ -15,7 +15,7 @@ import * as ai7 from 'ai';
 import * as ai6 from 'ai-v6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSessionClient, createAgentChatTransport, type AgentClientFetch, type AgentChatTransport } from '../../src/browser.js';
-import { startLocalWorker, type LocalWorker } from './local-worker.js';
+import { AGENT_SCOPES, startLocalWorker, type LocalWorker } from './local-worker.js';
 
 const FIXTURE_CONFIG = fileURLToPath(new URL('../workers/fixtures/wrangler.agents.toml', import.meta.url));
 
@@ -37,16 +37,6 @@ let counter = 0;
 function newSessionId(label: string): string {
   counter += 1;
   return `agent-chat-${label}-${counter}-${Date.now().toString(36)}`;
-}
-
-async function mint(worker: LocalWorker, sessionId: string): Promise<string> {
-  const response = await fetch(worker.href('/v1/tokens'), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${worker.adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ sessionId, scopes: ['request', 'permission', 'subscribe', 'read'] }),
-  });
-  expect(response.ok).toBe(true);
-  return ((await response.json()) as { token: string }).token;
 }
 
 /** The message shape both majors share, as the test reads it. */
@@ -214,7 +204,7 @@ function cuttableFetch(): { fetch: AgentClientFetch; cut(): void; connected(n: n
 describe.each(MAJORS)('AgentChatTransport under $name', (major) => {
   it('sends a message and streams the answer, with the tool part and its output', async () => {
     const sessionId = newSessionId('demo');
-    const transport = createAgentChatTransport({ baseUrl: demo.url, token: await mint(demo, sessionId) });
+    const transport = createAgentChatTransport({ baseUrl: demo.url, token: await demo.mintToken(sessionId, AGENT_SCOPES) });
     const chat = major.chat({ id: sessionId, transport });
     await chat.sendMessage('How many words is this?');
 
@@ -229,14 +219,14 @@ describe.each(MAJORS)('AgentChatTransport under $name', (major) => {
     expect(chat.data).toEqual([expect.objectContaining({ type: 'data-tool-progress', data: expect.objectContaining({ progress: { counted: 5 } }) })]);
 
     // The assistant message is the request; sending the same user message again runs nothing new.
-    const client = new AgentSessionClient({ baseUrl: demo.url, sessionId, token: await mint(demo, sessionId) });
+    const client = new AgentSessionClient({ baseUrl: demo.url, sessionId, token: await demo.mintToken(sessionId, AGENT_SCOPES) });
     const again = await client.send('How many words is this?', { commandId: messages[0]!.id });
     expect(again).toMatchObject({ created: false, requestId: assistant.id });
   });
 
   it('survives a cut connection mid-answer, and a reloaded page resumes the same answer', async () => {
     const sessionId = newSessionId('resume');
-    const token = await mint(fixture, sessionId);
+    const token = await fixture.mintToken(sessionId, AGENT_SCOPES);
     const wire = cuttableFetch();
     const first = major.chat({ id: sessionId, transport: createAgentChatTransport({ baseUrl: fixture.url, token, fetch: wire.fetch }) });
     const sending = first.sendMessage('gated');
@@ -269,7 +259,7 @@ describe.each(MAJORS)('AgentChatTransport under $name', (major) => {
 
   it('shows a permission as a tool approval and answers it with addToolApprovalResponse', async () => {
     const sessionId = newSessionId('permission');
-    const transport = createAgentChatTransport({ baseUrl: fixture.url, token: await mint(fixture, sessionId) });
+    const transport = createAgentChatTransport({ baseUrl: fixture.url, token: await fixture.mintToken(sessionId, AGENT_SCOPES) });
     const chat = major.chat({ id: sessionId, transport, autoSendApprovals: true });
     await chat.sendMessage('permission');
     expect(chat.state.status).toBe('ready');
@@ -286,7 +276,7 @@ describe.each(MAJORS)('AgentChatTransport under $name', (major) => {
 
   it('a reloaded page resumes a request waiting for a permission and answers it', async () => {
     const sessionId = newSessionId('reload-permission');
-    const token = await mint(fixture, sessionId);
+    const token = await fixture.mintToken(sessionId, AGENT_SCOPES);
     const first = major.chat({ id: sessionId, transport: createAgentChatTransport({ baseUrl: fixture.url, token }) });
     await first.sendMessage('permission');
 
@@ -303,7 +293,7 @@ describe.each(MAJORS)('AgentChatTransport under $name', (major) => {
 
   it('stop() aborts the request in the session object', async () => {
     const sessionId = newSessionId('stop');
-    const token = await mint(fixture, sessionId);
+    const token = await fixture.mintToken(sessionId, AGENT_SCOPES);
     const chat = major.chat({ id: sessionId, transport: createAgentChatTransport({ baseUrl: fixture.url, token }) });
     const sending = chat.sendMessage('hang-stream');
     await chat.state.until(() => assistantText(chat).startsWith('Part'));

@@ -25,10 +25,9 @@ import {
   type DurableEventEnvelope,
   type SubscriberDeltaFrame,
 } from '../../src/browser.js';
-import { startLocalWorker, type LocalWorker } from './local-worker.js';
+import { AGENT_SCOPES, startLocalWorker, type LocalWorker } from './local-worker.js';
 
 const FIXTURE_CONFIG = fileURLToPath(new URL('../workers/fixtures/wrangler.agents.toml', import.meta.url));
-const AGENT_SCOPES = ['request', 'permission', 'subscribe', 'read'];
 
 let demo: LocalWorker;
 let fixture: LocalWorker;
@@ -44,16 +43,6 @@ let sessionCounter = 0;
 function newSessionId(label: string): string {
   sessionCounter += 1;
   return `agent-client-${label}-${sessionCounter}-${Date.now().toString(36)}`;
-}
-
-async function mint(worker: LocalWorker, sessionId: string, scopes: readonly string[] = AGENT_SCOPES): Promise<string> {
-  const response = await fetch(worker.href('/v1/tokens'), {
-    method: 'POST',
-    headers: { authorization: `Bearer ${worker.adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ sessionId, scopes }),
-  });
-  expect(response.ok).toBe(true);
-  return ((await response.json()) as { token: string }).token;
 }
 
 /** Every event of the session, read with the admin token. */
@@ -165,7 +154,7 @@ function expectSameAsLog(events: readonly DurableEventEnvelope[], log: readonly 
 describe('AgentSessionClient against the default Worker (demo agent)', () => {
   it('sends a request and streams its deltas, tool progress and durable events', async () => {
     const sessionId = newSessionId('demo');
-    const client = new AgentSessionClient({ baseUrl: demo.url, sessionId, token: await mint(demo, sessionId) });
+    const client = new AgentSessionClient({ baseUrl: demo.url, sessionId, token: await demo.mintToken(sessionId, AGENT_SCOPES) });
     const reader = new Reader(client.stream());
     await reader.until((item) => item.type === 'caught_up', 'caught_up');
 
@@ -199,7 +188,7 @@ describe('AgentSessionClient against the default Worker (demo agent)', () => {
 
   it('a new client with the same cursor store resumes after the saved cursor', async () => {
     const sessionId = newSessionId('resume');
-    const token = await mint(demo, sessionId);
+    const token = await demo.mintToken(sessionId, AGENT_SCOPES);
     const saved = new Map<string, string>();
     const storage = { getItem: (key: string) => saved.get(key) ?? null, setItem: (key: string, value: string) => void saved.set(key, value) };
     const first = new AgentSessionClient({ baseUrl: demo.url, sessionId, token, cursorStore: webStorageCursorStore(storage, 'cursor') });
@@ -227,7 +216,7 @@ describe('AgentSessionClient against the fixture Worker (edge test agent)', () =
     const sessionId = newSessionId('cut');
     const wire = cuttableFetch();
     const reconnects: AgentReconnectInfo[] = [];
-    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await mint(fixture, sessionId), fetch: wire.fetch });
+    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await fixture.mintToken(sessionId, AGENT_SCOPES), fetch: wire.fetch });
     const reader = new Reader(client.stream({ onReconnect: (info) => reconnects.push(info) }));
     await reader.until((item) => item.type === 'caught_up', 'caught_up');
     const accepted = await client.send('gated');
@@ -264,7 +253,7 @@ describe('AgentSessionClient against the fixture Worker (edge test agent)', () =
 
   it('answers a permission and steers the waiting request', async () => {
     const sessionId = newSessionId('permission');
-    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await mint(fixture, sessionId) });
+    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await fixture.mintToken(sessionId, AGENT_SCOPES) });
     const reader = new Reader(client.stream());
     const accepted = await client.send('permission');
     const asked = await reader.event('permission_requested');
@@ -290,7 +279,7 @@ describe('AgentSessionClient against the fixture Worker (edge test agent)', () =
 
   it('aborts a request mid-answer', async () => {
     const sessionId = newSessionId('abort');
-    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await mint(fixture, sessionId) });
+    const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await fixture.mintToken(sessionId, AGENT_SCOPES) });
     const reader = new Reader(client.stream());
     const accepted = await client.send('hang-stream');
     await reader.until((item) => item.type === 'text_delta', 'a delta');
@@ -306,7 +295,7 @@ describe('AgentSessionClient against the fixture Worker (edge test agent)', () =
 describe('AgentSessionClient errors', () => {
   it('come back as the ledger error classes and codes', async () => {
     const sessionId = newSessionId('errors');
-    const token = await mint(fixture, sessionId);
+    const token = await fixture.mintToken(sessionId, AGENT_SCOPES);
     const client = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token });
 
     const unknownRequest = await client.abort('no-such-request').catch((error: unknown) => error);
@@ -317,10 +306,10 @@ describe('AgentSessionClient errors', () => {
     await expect(badToken.send('hello')).rejects.toMatchObject({ code: 'DURABLE_EVENT_UNAVAILABLE', details: { httpStatus: 401 } });
 
     // A refusal reconnecting cannot mend ends the stream with the error.
-    const readOnly = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await mint(fixture, sessionId, ['read']) });
+    const readOnly = new AgentSessionClient({ baseUrl: fixture.url, sessionId, token: await fixture.mintToken(sessionId, ['read']) });
     await expect(new Reader(readOnly.stream()).until(() => true, 'anything')).rejects.toMatchObject({ details: { httpStatus: 403 } });
     const otherSession = newSessionId('other');
-    const other = new AgentSessionClient({ baseUrl: fixture.url, sessionId: otherSession, token: await mint(fixture, otherSession) });
+    const other = new AgentSessionClient({ baseUrl: fixture.url, sessionId: otherSession, token: await fixture.mintToken(otherSession, AGENT_SCOPES) });
     await other.send('hi');
     const otherReader = new Reader(other.stream());
     await otherReader.until((i) => i.type === 'event', 'an event');

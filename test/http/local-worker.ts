@@ -41,10 +41,13 @@ export const LOCAL_WORKER_SECRETS = {
 } as const;
 
 /** Token scopes the Worker knows. */
-export type TestTokenScope = 'read' | 'append' | 'subscribe' | 'recover' | 'lease' | 'deliver';
+export type TestTokenScope = 'read' | 'append' | 'subscribe' | 'recover' | 'lease' | 'deliver' | 'request' | 'permission';
 
 /** Every scope, for tokens that may do everything on their session. */
 export const ALL_SCOPES: readonly TestTokenScope[] = ['read', 'append', 'subscribe', 'recover', 'lease', 'deliver'];
+
+/** The scopes an agent client needs: send requests, answer permissions, subscribe and read. */
+export const AGENT_SCOPES: readonly TestTokenScope[] = ['request', 'permission', 'subscribe', 'read'];
 
 /** A running local Worker. */
 export interface LocalWorker {
