@@ -1,7 +1,7 @@
 /**
  * Zod schemas of the journal and recovery routes (`/commands`, `/projection`, `/recovery/*`).
  * The recovery request bodies are the inputs of their rows in `SESSION_OPERATIONS`
- * (`src/protocol/operations.ts`); the response schemas are here.
+ * (`src/core/operations/`); the response schemas are here.
  *
  * Like `schemas.ts`, each schema serves twice: the route validates the request body with it
  * before anything reaches the session's object, and `openapi.ts` documents it. Request schemas

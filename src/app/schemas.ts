@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import type { DurableExecutionFence } from '../core/store.js';
 import { MAX_CURSOR_TEXT_LENGTH } from '../protocol/cursor.js';
-import { executionFenceSchema } from '../protocol/operations.js';
+import { executionFenceSchema } from '../core/operations/operations.js';
 import {
   durableEventDraftSchema as protocolDraftSchema,
   durableEventEnvelopeSchema as protocolEnvelopeSchema,
@@ -30,7 +30,7 @@ export {
   leaseIdSchema,
   okResponseSchema,
   workerIdSchema,
-} from '../protocol/operations.js';
+} from '../core/operations/operations.js';
 
 /** Integer query parameter in `min..max`, decimal digits only. */
 function integerQuery(min: number, max: number, label: string) {

@@ -19,7 +19,7 @@ import {
   type DurableCheckpointRecord,
 } from '../core/checkpoint/contract.js';
 import type { SessionId } from '../protocol/ids.js';
-import type { OperationHosts, OperationInput, OperationOutput } from '../protocol/operations.js';
+import type { OperationHosts, OperationInput, OperationOutput } from '../core/operations/operations.js';
 import type { CheckpointUploads } from './checkpoint-uploads.js';
 
 /** What the host needs of the object's store. */

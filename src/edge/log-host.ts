@@ -11,7 +11,7 @@ import type { DurableExecutionFence, DurableLeaseAcquireOptions } from '../core/
 import { DurableEventStoreError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../protocol/limits.js';
-import type { OperationHosts, OperationInput, OperationOutput } from '../protocol/operations.js';
+import type { OperationHosts, OperationInput, OperationOutput } from '../core/operations/operations.js';
 
 /** Only the three fence fields reach the engine (a lease record or a caller's object carries more). */
 function fenceOf(input: unknown): DurableExecutionFence {

@@ -8,7 +8,7 @@
 import type { DurableExecutionFence } from '../core/store.js';
 import type { RpcJournalCallOptions } from '../adapters/durable-object/journal-rpc.js';
 import type { SessionId } from '../protocol/ids.js';
-import type { OperationHosts } from '../protocol/operations.js';
+import type { OperationHosts } from '../core/operations/operations.js';
 import { RECOVERY_OPERATION_NAMES, type RecoveryOperation } from '../protocol/recovery-operations.js';
 import type { SessionJournalHost } from './journal.js';
 

@@ -106,7 +106,7 @@ import {
   SESSION_OPERATIONS,
   type OperationHosts,
   type OperationName,
-} from '../protocol/operations.js';
+} from '../core/operations/operations.js';
 
 /** `ledger_meta` key holding the session this object serves. */
 const SESSION_KEY = 'session_id';
@@ -389,7 +389,7 @@ export class SessionObject
     });
   }
 
-  // ---- RPC: the session operations (SESSION_OPERATIONS, one row each; see protocol/operations.ts) ----
+  // ---- RPC: the session operations (SESSION_OPERATIONS, one row each; see core/operations/) ----
 
   /** The hosts that serve the rows of `SESSION_OPERATIONS`, by the row's `host`. */
   readonly #hosts: OperationHosts = {

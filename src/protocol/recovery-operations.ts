@@ -2,7 +2,7 @@
  * The recovery operations: ONE table, runtime-neutral.
  *
  * Each row is one operation of `DurableSessionRecoveryCoordinator`, keyed by the coordinator's
- * method name, and becomes one row of `SESSION_OPERATIONS` (src/protocol/operations.ts, host
+ * method name, and becomes one row of `SESSION_OPERATIONS` (src/core/operations/, host
  * `recovery`), from which everything else is derived like for any session operation: the object's
  * `operation` RPC and its host (`src/edge/recovery-host.ts`), `callOperation`, the HTTP route
  * `POST /v1/sessions/{sessionId}/recovery/<segment>` (`GET` for a read-only row) with its body

@@ -53,7 +53,7 @@ import {
 } from '../../core/checkpoint/contract.js';
 import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
 import { callOperation } from './operation-client.js';
-import type { OperationInput, OperationName, OperationOutput } from '../../protocol/operations.js';
+import type { OperationInput, OperationName, OperationOutput } from '../../core/operations/operations.js';
 
 /**
  * The part of `DurableObjectNamespace<SessionObject>` this store uses, kept structural so that

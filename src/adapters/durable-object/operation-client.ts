@@ -18,7 +18,7 @@ import {
   type OperationInput,
   type OperationName,
   type OperationOutput,
-} from '../../protocol/operations.js';
+} from '../../core/operations/operations.js';
 import { unwrapRpcResult, type SessionObjectOperationRpc } from './rpc.js';
 
 /** What a failed transport is called in the error message. */

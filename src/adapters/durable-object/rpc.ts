@@ -16,7 +16,7 @@ import {
 } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, WorkerId } from '../../protocol/ids.js';
-import type { OperationOutput, PositionalArgs, PositionalOperationName } from '../../protocol/operations.js';
+import type { OperationOutput, PositionalArgs, PositionalOperationName } from '../../core/operations/operations.js';
 
 /** Outcome of one RPC call: a value, or a domain error in its wire form. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: DurableErrorJson };

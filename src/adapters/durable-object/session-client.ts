@@ -28,7 +28,7 @@ import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
 import { callOperation } from './operation-client.js';
-import { isOperationName, recoveryRowInput, SESSION_OPERATIONS, type OperationSpec } from '../../protocol/operations.js';
+import { isOperationName, recoveryRowInput, SESSION_OPERATIONS, type OperationSpec } from '../../core/operations/operations.js';
 
 /** Every RPC method of the session object. */
 type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;

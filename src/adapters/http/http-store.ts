@@ -66,7 +66,7 @@ import {
   type OperationName,
   type OperationOutput,
   type OperationSpec,
-} from '../../protocol/operations.js';
+} from '../../core/operations/operations.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';

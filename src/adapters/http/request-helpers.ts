@@ -9,7 +9,7 @@ import {
   type DurableError,
 } from '../../protocol/errors.js';
 import { httpPath } from '../../protocol/http-paths.js';
-import { SESSION_OPERATIONS, type OperationName, type OperationSpec } from '../../protocol/operations.js';
+import { SESSION_OPERATIONS, type OperationName, type OperationSpec } from '../../core/operations/operations.js';
 import type { SessionId } from '../../protocol/ids.js';
 
 /** How a call reports the failures that leave its outcome unknown. */

@@ -7,7 +7,7 @@
  * whole record, or (with `upload`) carries one slice of a whole record too large for one request. The bytes travel as unpadded base64url in JSON. The object also writes
  * checkpoints on its own.
  *
- * The object's side is the checkpoint rows of `SESSION_OPERATIONS` (`src/protocol/operations.ts`),
+ * The object's side is the checkpoint rows of `SESSION_OPERATIONS` (`src/core/operations/`),
  * called through the one RPC client. The route stays hand-written: one `POST` serves three rows
  * (a whole record, possibly in slices; an extension; a slice), and the bytes cross HTTP as
  * base64url but RPC as a `Uint8Array`.

@@ -1,6 +1,6 @@
 /**
  * The routes of the session operations, derived from their rows (`SESSION_OPERATIONS` in
- * `src/protocol/operations.ts`): method, path, scope, validation (`GET`: the row's input as the
+ * `src/core/operations/`): method, path, scope, validation (`GET`: the row's input as the
  * query string, `POST`: as the JSON body), OpenAPI entry and route-table line. The handler runs
  * the row through the one RPC client, whose transport-failure rule comes from the row's kind.
  *
@@ -17,7 +17,7 @@ import {
   SESSION_OPERATIONS,
   type OperationName,
   type OperationSpec,
-} from '../../protocol/operations.js';
+} from '../../core/operations/operations.js';
 import { RECOVERY_OPERATIONS, isRecoveryMutation, isRecoveryOperation } from '../../protocol/recovery-operations.js';
 import { TOKEN_SCOPES, type TokenScope } from '../auth.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';

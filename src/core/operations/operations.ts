@@ -22,9 +22,9 @@ import {
   DurableExecutionLeaseTimeoutError,
   type DurableError,
   type DurableErrorCode,
-} from './errors.js';
-import { sessionIdSchema } from './events.js';
-import { HTTP_PATHS, recoveryPathTemplate } from './http-paths.js';
+} from '../../protocol/errors.js';
+import { sessionIdSchema } from '../../protocol/events.js';
+import { HTTP_PATHS, recoveryPathTemplate } from '../../protocol/http-paths.js';
 import {
   MAX_ID_LENGTH,
   isValidId,
@@ -33,14 +33,14 @@ import {
   type FencingToken,
   type SessionId,
   type WorkerId,
-} from './ids.js';
-import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from './limits.js';
+} from '../../protocol/ids.js';
+import { MAX_LEASE_TTL_MS, MAX_READ_LIMIT, MIN_LEASE_TTL_MS } from '../../protocol/limits.js';
 import {
   RECOVERY_OPERATION_NAMES,
   RECOVERY_OPERATIONS,
   type RecoveryOperation,
   type RecoveryOperationSpec,
-} from './recovery-operations.js';
+} from '../../protocol/recovery-operations.js';
 
 /**
  * How a transport failure is reported: a `read` is unavailable (safe to retry), a `write` has an
