@@ -409,6 +409,12 @@ export class SessionObject
       () => this.#journalHost(),
       () => this.#agent.afterRecovery(),
     ),
+    // Commands and the projection, by the journal host next to the store.
+    journal: {},
+    // The durability records and the durable tool calls (runs).
+    durability: {},
+    // The agent Session running in the object.
+    agent: {},
   };
 
   /**
