@@ -202,17 +202,18 @@ const sizeOf = (event: unknown): number => new TextEncoder().encode(JSON.stringi
 const pagesBoundedByBytes: Check = {
   name: 'read-pages-bounded-by-bytes',
   async run(ctx) {
-    // 33 events at the 1 MiB limit (about 33 MiB): more than one RPC message or response may carry.
+    // Events near the 1 MiB limit, enough for more than two pages of the read budget: the default
+    // page and every page after it must stop at MAX_READ_PAGE_BYTES, not at the event count.
     const sessionId = ctx.newSessionId();
     const big = 'y'.repeat(MAX_EVENT_BYTES - 4096);
-    const count = 33;
+    const count = Math.ceil((2 * MAX_READ_PAGE_BYTES) / MAX_EVENT_BYTES) + 2;
     for (let sequence = 0; sequence < count; sequence += 7) {
       const drafts = range(sequence, Math.min(sequence + 6, count - 1)).map((index) => markerDraft(`${index}`, `${index}:${big}`));
       await ctx.store.append(sessionId, drafts);
     }
     const first = await ctx.store.read(sessionId);
     assert(first.events.length >= 1, 'the default page of a log of 1 MiB events is not empty');
-    assert(first.events.length < count, 'the default page of 33 MiB stops early');
+    assert(first.events.length < count, 'the default page of a log over two read budgets stops early');
     assertEqual(first.hasMore, true, 'a page cut by its byte budget has hasMore');
     assertEqual(first.nextCursor, first.events.length, 'a cut page continues after its last event');
     let total = 0;
