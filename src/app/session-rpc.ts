@@ -12,7 +12,6 @@
  *    Object lose their class and fields over RPC.
  */
 import type { SessionObjectNamespaceLike } from '../adapters/durable-object/durable-object-store.js';
-import type { SessionObjectDurabilityRpc } from '../adapters/durable-object/durability-rpc.js';
 import type { SessionObjectJournalRpc } from '../adapters/durable-object/journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from '../adapters/durable-object/rpc.js';
 import type { DurableError } from '../protocol/errors.js';
@@ -20,8 +19,7 @@ import type { SessionId } from '../protocol/ids.js';
 
 /** The session object as the app uses it: every RPC method plus `fetch` (WebSocket upgrades). */
 export type SessionObjectHandle = SessionObjectRpc &
-  SessionObjectJournalRpc &
-  SessionObjectDurabilityRpc & { fetch(request: Request): Promise<Response> };
+  SessionObjectJournalRpc & { fetch(request: Request): Promise<Response> };
 
 /** The session's Durable Object stub. */
 export function sessionObject(namespace: SessionObjectNamespaceLike, sessionId: SessionId): SessionObjectHandle {

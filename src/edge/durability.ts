@@ -170,7 +170,7 @@ export class SessionDurability {
 
   // ---- tool calls -----------------------------------------------------------------------------
 
-  /** Starts a call (or resumes an idle, unfinished one); see `SessionObjectDurabilityRpc.startToolCall`. */
+  /** Starts a call (or resumes an idle, unfinished one): the row `startToolCall`. */
   startToolCall(sessionId: SessionId, input: StartToolCallInput): ToolCallAccepted {
     if (typeof input !== 'object' || input === null) throw invalidInput('startToolCall needs { runId, agent, toolName, toolCallId, input }');
     const runId = checkDurabilityKey(input.runId, 'runId');
@@ -314,7 +314,7 @@ export class SessionDurability {
     return true;
   }
 
-  /** Records a delivery and resumes the run's idle calls; see `SessionObjectDurabilityRpc.deliver`. */
+  /** Records a delivery and resumes the run's idle calls: the row `deliver`. */
   async deliver(sessionId: SessionId, input: RunDeliveryInput): Promise<RunDeliveryReceipt> {
     if (typeof input !== 'object' || input === null) throw invalidInput('deliver needs { runId, key, deliveryId, payload }');
     const runId = checkDurabilityKey(input.runId, 'runId');
@@ -331,8 +331,8 @@ export class SessionDurability {
     return { ...receipt, resumed };
   }
 
-  /** The run's tool calls; see `SessionObjectDurabilityRpc.getRun`. */
-  getRun(sessionId: SessionId, runId: string): RunState {
+  /** The run's tool calls (the row `getRun`); `runId` is checked here (RPC input is untrusted). */
+  getRun(sessionId: SessionId, runId: unknown): RunState {
     const id = checkDurabilityKey(runId, 'runId');
     const toolCalls = this.runs.ofRun(sessionId, id).map((run) => {
       const outcome = run.status === 'running' ? undefined : this.#host.store.durability.find(sessionId, runEventIdentity(run.scope, RUN_OUTCOME_KEY));

@@ -7,11 +7,10 @@ import type {
   RunDeliveryInput,
   RunDeliveryReceipt,
   RunState,
-  SessionObjectDurabilityRpc,
   StartToolCallInput,
   ToolCallAccepted,
 } from '../../src/adapters/durable-object/durability-rpc.js';
-import { unwrapRpcResult } from '../../src/adapters/durable-object/rpc.js';
+import { unwrapRpcResult, type SessionObjectPositionalRpc } from '../../src/adapters/durable-object/rpc.js';
 import type { DurabilityRecord } from '../../src/core/durability/record-contract.js';
 import type { JsonValue } from '../../src/protocol/json.js';
 import type { SessionObject } from '../../src/edge/session-object.js';
@@ -21,7 +20,8 @@ import { TEST_AGENT } from './fixtures/test-agents.js';
 export { TEST_AGENT };
 
 /** The fixture object's stub: durability RPC plus the test-only methods. */
-export interface AgentStub extends SessionObjectDurabilityRpc {
+export interface AgentStub
+  extends Pick<SessionObjectPositionalRpc, 'recordDurability' | 'readDurability' | 'startToolCall' | 'runToolCall' | 'deliver' | 'getRun'> {
   effects(): Promise<Record<string, number>>;
   effectLog(): Promise<Array<{ label: string; instance: string }>>;
   instanceId(): Promise<string>;

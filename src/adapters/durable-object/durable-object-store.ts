@@ -8,7 +8,7 @@
  *    with a compact receipt, from which the stored envelopes are rebuilt (`append-receipt.ts`).
  * 3. The envelope is unwrapped; a failure is rethrown as the original error class and code. A
  *    failed RPC transport is `DURABLE_EVENT_WRITE_FAILED` for an append (outcome unknown) and
- *    `DURABLE_EVENT_UNAVAILABLE` otherwise; the lease calls are rows of `SESSION_OPERATIONS`,
+ *    `DURABLE_EVENT_UNAVAILABLE` otherwise; the lease and durability calls are rows of `SESSION_OPERATIONS`,
  *    run through `callOperation`, whose rule comes from the row (a lease write whose answer was
  *    lost is `DURABLE_EXECUTION_LEASE_TIMEOUT` with its `leaseId`).
  * An `AbortSignal` cannot cross RPC: an aborted signal stops the call before it is sent, and an
@@ -42,7 +42,6 @@ import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
 import { appendResultFromReceipt } from './append-receipt.js';
-import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import {
   checkCheckpointRecord,
   checkpointExtensionOf,
@@ -266,13 +265,7 @@ export class DurableObjectEventStore
     options?: DurableStoreCallOptions,
   ): Promise<DurabilityRecordResult> {
     throwIfAborted(options?.signal);
-    const valid = validateDurabilityDraft(draft);
-    return this.#call(
-      options?.signal,
-      sessionId,
-      (stub, id) => durabilityStub(stub).recordDurability(id, valid),
-      'DURABLE_EVENT_WRITE_FAILED',
-    );
+    return this.#operation(options?.signal, sessionId, 'recordDurability', validateDurabilityDraft(draft));
   }
 
   /** Reads one page of the session's durability records. (No `watchDurability`: RPC has no push.) */
@@ -281,14 +274,8 @@ export class DurableObjectEventStore
       ...(options?.after === undefined ? {} : { after: options.after }),
       ...(options?.limit === undefined ? {} : { limit: options.limit }),
     };
-    return this.#call(options?.signal, sessionId, (stub, id) => durabilityStub(stub).readDurability(id, rpcOptions));
+    return this.#operation(options?.signal, sessionId, 'readDurability', rpcOptions);
   }
-}
-
-/** The same stub, seen through its durability methods. */
-function durabilityStub(stub: SessionObjectRpc): SessionObjectDurabilityRpc {
-  // SAFETY: the stub of a SessionObject forwards every public method, durability ones included.
-  return stub as unknown as SessionObjectDurabilityRpc;
 }
 
 /** What a failed RPC transport becomes: an append's outcome is unknown, anything else unavailable. */

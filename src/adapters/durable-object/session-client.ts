@@ -24,14 +24,13 @@ import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type Durable
 import type { CommandId, SessionId } from '../../protocol/ids.js';
 import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
-import type { SessionObjectDurabilityRpc } from './durability-rpc.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
 import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
 import { callOperation } from './operation-client.js';
 import { isOperationName, recoveryRowInput, SESSION_OPERATIONS, type OperationSpec } from '../../core/operations/operations.js';
 
 /** Every RPC method of the session object. */
-type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc & SessionObjectDurabilityRpc;
+type SessionObjectRpcMethods = SessionObjectRpc & SessionObjectJournalRpc;
 
 /** One RPC method without its leading `sessionId` and its envelope. */
 type Unwrapped<M> = M extends (sessionId: string, ...args: infer A) => Promise<RpcResult<infer R>>
@@ -59,10 +58,6 @@ export type SessionObjectClient = {
 const WRITES = new Set<string>([
   'append',
   'appendJson',
-  'recordDurability',
-  'startToolCall',
-  'runToolCall',
-  'deliver',
 ]);
 
 function commandIdOf(value: unknown): CommandId | undefined {

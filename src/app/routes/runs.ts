@@ -13,22 +13,15 @@
  * here keep garbage out and document the API.
  */
 import { z } from 'zod';
-import type {
-  RunDeliveryReceipt,
-  RunState,
-  SessionObjectDurabilityRpc,
-  ToolCallAccepted,
-} from '../../adapters/durable-object/durability-rpc.js';
-import { MAX_DURABILITY_READ_LIMIT } from '../../core/durability/record-contract.js';
+import { callOperation } from '../../adapters/durable-object/operation-client.js';
+import type { RunDeliveryReceipt, RunState } from '../../core/operations/durability-rows.js';
 import { checkDurabilityKey } from '../../core/durability/record-engine.js';
-import type { DurabilityReadResult } from '../../core/durability/record-contract.js';
-import { DurableEventStoreError } from '../../protocol/errors.js';
 import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { parsedJsonValueSchema } from '../../protocol/json.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition, type SessionRouteInput } from '../route-kit.js';
-import { callObject, type SessionObjectHandle } from '../session-rpc.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
+import { operationRoutes } from './operations.js';
 
 const idSchema = z
   .string()
@@ -102,38 +95,8 @@ const durabilityPageSchema = z
   })
   .meta({ id: 'DurabilityPage' });
 
-function integerQuery(min: number, max: number, label: string) {
-  return z
-    .string()
-    .regex(/^(0|[1-9][0-9]{0,15})$/, `${label} must be a decimal integer`)
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(max));
-}
-
-const durabilityQuerySchema = z.strictObject({
-  after: integerQuery(1, Number.MAX_SAFE_INTEGER, 'after').optional().meta({ description: 'Exclusive lower bound (a record sequence).' }),
-  limit: integerQuery(1, MAX_DURABILITY_READ_LIMIT, 'limit').optional().meta({ description: 'Page size (default 100).' }),
-});
-
-/** The session object, seen through its durability methods. */
-function durabilityOf(object: SessionObjectHandle): SessionObjectDurabilityRpc {
-  return object;
-}
-
 function runIdOf<Q, B>(input: SessionRouteInput<Q, B>): string {
   return checkDurabilityKey(input.params['runId'], 'runId');
-}
-
-function outcomeUnknown(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError(
-    'DURABLE_EVENT_WRITE_FAILED',
-    'the session object did not answer; repeat the request (it is idempotent) to learn the outcome',
-    { cause },
-  );
-}
-
-function unavailable(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
 }
 
 const durabilityInvalid = () => 'DURABILITY_INVALID_INPUT' as const;
@@ -159,17 +122,13 @@ export function runRoutes(): RouteDefinition[] {
       async handle(input): Promise<Response> {
         const { sessionId, object, body, c } = input;
         const runId = runIdOf(input);
-        const accepted = await callObject<ToolCallAccepted>(
-          () =>
-            durabilityOf(object).startToolCall(sessionId, {
-              runId,
-              agent: body.agent,
-              toolName: body.toolName,
-              toolCallId: body.toolCallId,
-              input: body.input ?? null,
-            }),
-          outcomeUnknown,
-        );
+        const accepted = await callOperation(object, sessionId, 'startToolCall', {
+          runId,
+          agent: body.agent,
+          toolName: body.toolName,
+          toolCallId: body.toolCallId,
+          input: body.input ?? null,
+        });
         return c.json(accepted, HttpStatus.ACCEPTED, { 'cache-control': 'no-store' });
       },
     }),
@@ -190,10 +149,7 @@ export function runRoutes(): RouteDefinition[] {
       async handle(input): Promise<RunDeliveryReceipt> {
         const { sessionId, object, body } = input;
         const runId = runIdOf(input);
-        return callObject(
-          () => durabilityOf(object).deliver(sessionId, { runId, key: body.key, deliveryId: body.deliveryId, payload: body.payload }),
-          outcomeUnknown,
-        );
+        return callOperation(object, sessionId, 'deliver', { runId, key: body.key, deliveryId: body.deliveryId, payload: body.payload });
       },
     }),
     defineSessionRoute({
@@ -206,27 +162,10 @@ export function runRoutes(): RouteDefinition[] {
       response: { schema: runStateSchema, description: 'The run (status "unknown" when it has no tool call).' },
       errors: ['DURABILITY_INVALID_INPUT', 'DURABLE_EVENT_UNAVAILABLE'],
       async handle(input): Promise<RunState> {
-        const runId = runIdOf(input);
-        return callObject(() => durabilityOf(input.object).getRun(input.sessionId, runId), unavailable);
+        return callOperation(input.object, input.sessionId, 'getRun', { runId: runIdOf(input) });
       },
     }),
-    defineSessionRoute({
-      method: 'get',
-      path: HTTP_PATHS.durability,
-      operationId: 'readDurability',
-      summary: "Read one page of the session's durability records",
-      tags: ['runs'],
-      scope: 'read',
-      query: durabilityQuerySchema,
-      queryErrorCode: durabilityInvalid,
-      response: { schema: durabilityPageSchema, description: 'One page of records.' },
-      errors: ['DURABILITY_INVALID_INPUT', 'DURABILITY_CORRUPT_RECORD', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ sessionId, object, query }): Promise<DurabilityReadResult> {
-        return callObject(
-          () => durabilityOf(object).readDurability(sessionId, { after: query.after, limit: query.limit }),
-          unavailable,
-        );
-      },
-    }),
+    // GET .../durability: the row readDurability, documented with the page's exact schema.
+    ...operationRoutes('runs', { responseSchema: (name) => (name === 'readDurability' ? durabilityPageSchema : undefined) }),
   ];
 }
