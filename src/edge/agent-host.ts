@@ -179,6 +179,11 @@ function checkId(value: unknown, label: string): string {
   return value;
 }
 
+/** Field `key` of an RPC input, which may be any value. */
+function fieldOf(input: unknown, key: string): unknown {
+  return typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[key] : undefined;
+}
+
 /**
  * What unblocks a parked host: the recovery routes whose operation acts on the plan's action,
  * under the execution lease (see docs/edge-agents.md, Eviction and crashes).
@@ -590,9 +595,9 @@ export class SessionAgentHost {
   }
 
   /** Aborts a request: the running one is interrupted (`user_abort`), a queued one is dropped. */
-  async abortRequest(sessionId: SessionId, requestId: string): Promise<AgentAbortResult> {
+  async abortRequest(sessionId: SessionId, input: { requestId: string }): Promise<AgentAbortResult> {
     this.#requireMount();
-    checkId(requestId, 'requestId');
+    const requestId = checkId(fieldOf(input, 'requestId'), 'requestId');
     const row = this.#rows('WHERE request_id = ?', requestId)[0];
     if (row === undefined && this.#activeRequestId !== requestId) {
       throw new DurableSessionRecoveryError('DURABLE_RECOVERY_TARGET_NOT_FOUND', `no request ${requestId} in this session`);
@@ -625,9 +630,13 @@ export class SessionAgentHost {
   }
 
   /** Stores a permission answer (first wins) and resumes the run waiting for it. */
-  async answerPermission(sessionId: SessionId, permissionRequestId: string, answer: AgentPermissionAnswer): Promise<AgentPermissionReceipt> {
+  async answerPermission(
+    sessionId: SessionId,
+    input: { permissionRequestId: string; answer: AgentPermissionAnswer },
+  ): Promise<AgentPermissionReceipt> {
     this.#requireMount();
-    checkId(permissionRequestId, 'permissionRequestId');
+    const permissionRequestId = checkId(fieldOf(input, 'permissionRequestId'), 'permissionRequestId');
+    const answer = fieldOf(input, 'answer') as AgentPermissionAnswer | undefined;
     if (typeof answer !== 'object' || answer === null) throw invalid('an answer needs { decision }');
     const decision: PermissionDecision = answer.decision;
     if (decision !== 'allow' && decision !== 'deny' && decision !== 'cancel') throw invalid('decision must be allow, deny or cancel');
@@ -660,7 +669,7 @@ export class SessionAgentHost {
   }
 
   /** What the agent is doing. */
-  status(sessionId: SessionId): AgentStatus {
+  agentStatus(sessionId: SessionId): AgentStatus {
     void sessionId;
     return {
       state: this.#state,

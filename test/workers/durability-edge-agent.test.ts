@@ -27,7 +27,9 @@ import type {
   AgentStatus,
   AgentSteerAccepted,
 } from '../../src/adapters/durable-object/agent-rpc.js';
+import { callOperation } from '../../src/adapters/durable-object/operation-client.js';
 import { unwrapRpcResult, type RpcResult } from '../../src/adapters/durable-object/rpc.js';
+import { sessionClient } from '../../src/adapters/durable-object/session-client.js';
 import type { DurableExecutionLeaseRecord, DurableReadResult } from '../../src/core/store.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import type { SubscriptionFrame } from '../../src/protocol/frames.js';
@@ -46,7 +48,7 @@ interface AgentApi {
   releaseExecutionLease(sessionId: string, fence: { leaseId: string; ownerId: string; fencingToken: number }): Promise<RpcResult<null>>;
   recover(sessionId: string, operation: string, input: unknown, options?: unknown): Promise<RpcResult<unknown>>;
   inspectExecutionLease(sessionId: string): Promise<RpcResult<DurableExecutionLeaseRecord | null>>;
-  append(sessionId: string, drafts: unknown[], options?: { executionFence?: unknown }): Promise<RpcResult<unknown>>;
+  appendJson(sessionId: string, draftsJson: string, options?: { executionFence?: unknown }): Promise<RpcResult<unknown>>;
   effects(): Promise<Record<string, number>>;
   releaseModel(): Promise<void>;
 }
@@ -247,7 +249,7 @@ describe('an agent Session running inside the session object', () => {
     // The new instance took the lease over (a higher fencing token): a late commit of the old one is refused.
     const newLease = unwrapRpcResult<DurableExecutionLeaseRecord | null>(await api(sessionId).inspectExecutionLease(sessionId));
     expect(newLease?.fencingToken).toBeGreaterThan(oldLease?.fencingToken ?? 0);
-    const late = await api(sessionId).append(sessionId, [{ type: 'session_closed', data: { reason: 'completed' } }], {
+    const late = await api(sessionId).appendJson(sessionId, JSON.stringify([{ type: 'session_closed', data: { reason: 'completed' } }]), {
       executionFence: { leaseId: oldLease?.leaseId, ownerId: oldLease?.ownerId, fencingToken: oldLease?.fencingToken },
     });
     expect(late).toMatchObject({ ok: false, error: { code: 'DURABLE_EXECUTION_LEASE_LOST' } });
@@ -398,6 +400,30 @@ describe('a permission wait presented again after an eviction', () => {
     expect(applied.map((event) => (event.data as { inputId: string }).inputId)).toEqual([accepted.inputId, steered.inputId]);
     expect(applied[1]?.data).toMatchObject({ input: 'also mention the weather' });
     expect(await api(sessionId).effects()).toMatchObject({ approved: 1 });
+  });
+});
+
+describe('the agent operations over RPC', () => {
+  it('check an untrusted input in the host, and report a lost answer by the row kind: a write of unknown outcome', async () => {
+    const sessionId = SessionId(freshSession('agent-rpc'));
+    const { stub } = objectOf(sessionId);
+    // The object's one RPC entry serves the agent rows; the host checks what it is given.
+    await expect(callOperation(stub, sessionId, 'agentStatus', {})).resolves.toMatchObject({ state: 'idle', activeRequestId: null });
+    // SAFETY: deliberately not the rows' inputs.
+    await expect(callOperation(stub, sessionId, 'abortRequest', null as never)).rejects.toThrow(/requestId must be/);
+    await expect(callOperation(stub, sessionId, 'answerPermission', { permissionRequestId: 'p-1' } as never)).rejects.toThrow(
+      /an answer needs \{ decision \}/,
+    );
+    // A symbol cannot cross RPC: the call fails in transit, and the outcome of a write is unknown.
+    const unsendable = Symbol('unsendable') as unknown as string;
+    const session = sessionClient(env.SESSIONS, sessionId);
+    const writeFailed = { code: 'DURABLE_EVENT_WRITE_FAILED' };
+    await expect(session.submitRequest({ commandId: 'c-lost', input: unsendable })).rejects.toMatchObject(writeFailed);
+    await expect(session.submitInput({ input: unsendable })).rejects.toMatchObject(writeFailed);
+    await expect(session.abortRequest(unsendable)).rejects.toMatchObject(writeFailed);
+    await expect(session.answerPermission(unsendable, { decision: 'allow' })).rejects.toMatchObject(writeFailed);
+    // Nothing reached the object.
+    expect(await session.agentStatus()).toMatchObject({ state: 'idle', queued: [] });
   });
 });
 

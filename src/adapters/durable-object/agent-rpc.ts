@@ -1,7 +1,7 @@
 /**
- * The SessionObject's agent RPC surface and the shapes it exchanges, runtime-neutral (no
- * `cloudflare:*` imports), shared by the object (`src/edge/agent-host.ts`) and the Worker's agent
- * routes (`src/app/routes/agent.ts`).
+ * The SessionObject's agent mount and the shapes its agent operations exchange, runtime-neutral
+ * (no `cloudflare:*` imports): the object's host (`src/edge/agent-host.ts`) serves the agent rows
+ * of the operation table (`src/core/operations/agent-rows.ts`, whose schemas match these types).
  *
  * A session object with an agent mounted (`SessionObject.sessionAgent()`) runs the agent
  * `Session` INSIDE itself: requests are accepted here, run by the object (the session's single
@@ -13,7 +13,7 @@ import type { DurableRecoveryPlan } from '../../core/projector/projection-types.
 import type { DurableInput, PermissionDecision, Priority } from '../../protocol/event-payloads.js';
 import type { JsonObject } from '../../protocol/json.js';
 import type { AnySessionTool, SessionLanguageModel, SessionOptions, SessionRecoveryPolicy } from '../../session/types.js';
-import type { RpcResult } from './rpc.js';
+import type { SessionObjectPositionalRpc } from './rpc.js';
 
 /** The agent name of a mount that names none: what `agent` a run names (`POST .../runs/:runId/tool-calls`). */
 export const DEFAULT_AGENT_NAME = 'agent';
@@ -157,11 +157,8 @@ export interface AgentStatus {
   message: string | null;
 }
 
-/** The agent methods of a SessionObject (over RPC). */
-export interface SessionObjectAgentRpc {
-  submitRequest(sessionId: string, input: AgentRequestInput): Promise<RpcResult<AgentRequestAccepted>>;
-  submitInput(sessionId: string, input: AgentSteerInput): Promise<RpcResult<AgentSteerAccepted>>;
-  abortRequest(sessionId: string, requestId: string): Promise<RpcResult<AgentAbortResult>>;
-  answerPermission(sessionId: string, permissionRequestId: string, answer: AgentPermissionAnswer): Promise<RpcResult<AgentPermissionReceipt>>;
-  agentStatus(sessionId: string): Promise<RpcResult<AgentStatus>>;
-}
+/** The agent methods of a SessionObject over RPC: the positional methods of the agent rows. */
+export type SessionObjectAgentRpc = Pick<
+  SessionObjectPositionalRpc,
+  'submitRequest' | 'submitInput' | 'abortRequest' | 'answerPermission' | 'agentStatus'
+>;

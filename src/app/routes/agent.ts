@@ -13,111 +13,16 @@
  * Scopes: `request` (requests, inputs, abort), `permission` (answers), `read` (status).
  */
 import { z } from 'zod';
-import type {
-  AgentAbortResult,
-  AgentPermissionReceipt,
-  AgentRequestAccepted,
-  AgentStatus,
-  AgentSteerAccepted,
-  SessionObjectAgentRpc,
-} from '../../adapters/durable-object/agent-rpc.js';
-import { DurableEventStoreError } from '../../protocol/errors.js';
-import { durableInputSchema } from '../../protocol/event-schemas.js';
+import { callOperation } from '../../adapters/durable-object/operation-client.js';
+import { AGENT_ROWS } from '../../core/operations/agent-rows.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
-import { MAX_ID_LENGTH, isValidId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { callObject, type SessionObjectHandle } from '../session-rpc.js';
-import { parsedJsonValueSchema } from '../../protocol/json.js';
-
-const idSchema = z.custom<string>((value) => isValidId(value), {
-  error: `must be a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`,
-});
-
-const requestStatusSchema = z.enum(['queued', 'running', 'completed', 'failed', 'interrupted', 'cancelled']);
-
-const agentRequestSchema = z
-  .strictObject({
-    commandId: idSchema.meta({ description: 'Idempotency key: the same commandId answers the same IDs and runs once.' }),
-    input: durableInputSchema.meta({ description: 'Text, or content parts.' }),
-    priority: z.enum(['now', 'next', 'later']).optional().meta({ description: '`now` interrupts the running request (default `next`).' }),
-    maxTurns: z.number().int().min(1).max(10_000).optional(),
-    model: idSchema.optional().meta({ description: 'A model name the object mounts (default: its default model).' }),
-    context: z.record(z.string(), parsedJsonValueSchema).optional().meta({ description: 'Runtime context persisted with the request, handed to tools.' }),
-  })
-  .meta({ id: 'AgentRequest' });
-
-const agentRequestAcceptedSchema = z
-  .strictObject({
-    commandId: z.string(),
-    requestId: z.string(),
-    inputId: z.string(),
-    created: z.boolean().meta({ description: 'false when this commandId had been submitted before.' }),
-    status: requestStatusSchema,
-  })
-  .meta({ id: 'AgentRequestAccepted' });
-
-const steerSchema = z
-  .strictObject({
-    input: durableInputSchema,
-    priority: z
-      .enum(['now', 'next'])
-      .optional()
-      .meta({ description: '`next` (default): applied after the running turn’s tools. `now`: also aborts the model call in flight (tools and permission waits go on).' }),
-  })
-  .meta({ id: 'AgentSteerInput' });
-
-const steerAcceptedSchema = z.strictObject({ inputId: z.string(), requestId: z.string() }).meta({ id: 'AgentSteerAccepted' });
+import { operationRoutes } from './operations.js';
 
 const abortRequestSchema = z
   .strictObject({ reason: z.string().max(256).optional().meta({ description: 'Free text for logs (not stored).' }) })
   .meta({ id: 'AgentAbortRequest', description: 'Send `{}`.' });
-
-const abortResultSchema = z.strictObject({ requestId: z.string(), status: requestStatusSchema }).meta({ id: 'AgentAbortResult' });
-
-const permissionAnswerSchema = z
-  .strictObject({
-    decision: z.enum(['allow', 'deny', 'cancel']),
-    message: z.string().max(4096).optional(),
-  })
-  .meta({ id: 'AgentPermissionAnswer' });
-
-const permissionReceiptSchema = z
-  .strictObject({
-    permissionRequestId: z.string(),
-    decision: z.enum(['allow', 'deny', 'cancel']),
-    created: z.boolean().meta({ description: 'false when an earlier answer was stored (the first answer wins).' }),
-  })
-  .meta({ id: 'AgentPermissionReceipt' });
-
-const agentStatusSchema = z
-  .strictObject({
-    state: z.enum(['idle', 'running', 'waiting_permission', 'needs_recovery', 'stopped']),
-    activeRequestId: z.string().nullable(),
-    queued: z.array(z.string()),
-    pendingPermissions: z.array(z.string()),
-    plan: parsedJsonValueSchema.nullable().meta({ description: 'The recovery plan the agent is parked on (needs_recovery).' }),
-    message: z.string().nullable(),
-  })
-  .meta({ id: 'AgentStatus' });
-
-/** The session object, seen through its agent methods. */
-function agentOf(object: SessionObjectHandle): SessionObjectAgentRpc {
-  // SAFETY: `SESSIONS` binds a SessionObject (or a subclass), which implements these methods.
-  return object as unknown as SessionObjectAgentRpc;
-}
-
-function outcomeUnknown(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError(
-    'DURABLE_EVENT_WRITE_FAILED',
-    'the session object did not answer; repeat the request with the same commandId to learn the outcome',
-    { cause },
-  );
-}
-
-function unavailable(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
-}
 
 const noStore = { 'cache-control': 'no-store' };
 
@@ -136,23 +41,11 @@ export function agentRoutes(): RouteDefinition[] {
         '(details: plan, blockedRequestId, unblock) and not stored.',
       tags: ['agent'],
       scope: 'request',
-      body: agentRequestSchema,
-      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The request is stored and will run.', schema: agentRequestAcceptedSchema }],
+      body: AGENT_ROWS.submitRequest.input,
+      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The request is stored and will run.', schema: AGENT_ROWS.submitRequest.output }],
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_COMMAND_CONFLICT', 'DURABLE_EVENT_WRITE_FAILED', 'DURABLE_SESSION_RECOVERY_REQUIRED'],
       async handle({ sessionId, object, body, c }): Promise<Response> {
-        const accepted = await callObject<AgentRequestAccepted>(
-          () =>
-            agentOf(object).submitRequest(sessionId, {
-              commandId: body.commandId,
-              input: body.input,
-              ...(body.priority === undefined ? {} : { priority: body.priority }),
-              ...(body.maxTurns === undefined ? {} : { maxTurns: body.maxTurns }),
-              ...(body.model === undefined ? {} : { model: body.model }),
-              ...(body.context === undefined ? {} : { context: body.context }),
-            }),
-          outcomeUnknown,
-        );
-        return c.json(accepted, HttpStatus.ACCEPTED, noStore);
+        return c.json(await callOperation(object, sessionId, 'submitRequest', body), HttpStatus.ACCEPTED, noStore);
       },
     }),
     defineSessionRoute({
@@ -169,15 +62,11 @@ export function agentRoutes(): RouteDefinition[] {
         'the input becomes a new request.',
       tags: ['agent'],
       scope: 'request',
-      body: steerSchema,
-      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The input is durable in the object; not applied yet.', schema: steerAcceptedSchema }],
+      body: AGENT_ROWS.submitInput.input,
+      extraResponses: [{ status: HttpStatus.ACCEPTED, description: 'The input is durable in the object; not applied yet.', schema: AGENT_ROWS.submitInput.output }],
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_WRITE_FAILED', 'DURABLE_SESSION_RECOVERY_REQUIRED'],
       async handle({ sessionId, object, body, c }): Promise<Response> {
-        const accepted = await callObject<AgentSteerAccepted>(
-          () => agentOf(object).submitInput(sessionId, { input: body.input, ...(body.priority === undefined ? {} : { priority: body.priority }) }),
-          outcomeUnknown,
-        );
-        return c.json(accepted, HttpStatus.ACCEPTED, noStore);
+        return c.json(await callOperation(object, sessionId, 'submitInput', body), HttpStatus.ACCEPTED, noStore);
       },
     }),
     defineSessionRoute({
@@ -189,12 +78,9 @@ export function agentRoutes(): RouteDefinition[] {
       tags: ['agent'],
       scope: 'request',
       body: abortRequestSchema,
-      response: { schema: abortResultSchema, description: 'Where the request stands after the abort.' },
+      response: { schema: AGENT_ROWS.abortRequest.output, description: 'Where the request stands after the abort.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_RECOVERY_TARGET_NOT_FOUND', 'DURABLE_EVENT_WRITE_FAILED'],
-      async handle({ sessionId, object, params }): Promise<AgentAbortResult> {
-        const requestId = params['requestId'] ?? '';
-        return callObject(() => agentOf(object).abortRequest(sessionId, requestId), outcomeUnknown);
-      },
+      handle: ({ sessionId, object, params }) => callOperation(object, sessionId, 'abortRequest', { requestId: params['requestId'] ?? '' }),
     }),
     defineSessionRoute({
       method: 'post',
@@ -206,36 +92,12 @@ export function agentRoutes(): RouteDefinition[] {
         'The run may have been evicted while it waited: the answer is stored and resumes it.',
       tags: ['agent'],
       scope: 'permission',
-      body: permissionAnswerSchema,
-      response: { schema: permissionReceiptSchema, description: 'The stored answer.' },
+      body: AGENT_ROWS.answerPermission.input.shape.answer,
+      response: { schema: AGENT_ROWS.answerPermission.output, description: 'The stored answer.' },
       errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_RECOVERY_TARGET_NOT_FOUND', 'DURABLE_EVENT_WRITE_FAILED'],
-      async handle({ sessionId, object, params, body }): Promise<AgentPermissionReceipt> {
-        const permissionRequestId = params['permissionRequestId'] ?? '';
-        return callObject(
-          () =>
-            agentOf(object).answerPermission(sessionId, permissionRequestId, {
-              decision: body.decision,
-              ...(body.message === undefined ? {} : { message: body.message }),
-            }),
-          outcomeUnknown,
-        );
-      },
+      handle: ({ sessionId, object, params, body }) =>
+        callOperation(object, sessionId, 'answerPermission', { permissionRequestId: params['permissionRequestId'] ?? '', answer: body }),
     }),
-    defineSessionRoute({
-      method: 'get',
-      path: HTTP_PATHS.agentStatus,
-      operationId: 'agentStatus',
-      summary: 'What the agent in the session object is doing',
-      description:
-        'running, waiting_permission, needs_recovery (with the plan: act through the recovery routes under the lease), ' +
-        'idle or stopped.',
-      tags: ['agent'],
-      scope: 'read',
-      response: { schema: agentStatusSchema, description: 'The agent status.' },
-      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ sessionId, object }): Promise<AgentStatus> {
-        return callObject(() => agentOf(object).agentStatus(sessionId), unavailable);
-      },
-    }),
+    ...operationRoutes('agent'),
   ];
 }
