@@ -36,26 +36,12 @@ import {
   type SessionObjectPositionalRpc,
   type SessionObjectRpc,
 } from '../adapters/durable-object/rpc.js';
-import type {
-  RpcDurabilityReadOptions,
-  RunDeliveryInput,
-  RunDeliveryReceipt,
-  RunState,
-  SessionObjectDurabilityRpc,
-  StartToolCallInput,
-  ToolCallAccepted,
-  ToolCallState,
-} from '../adapters/durable-object/durability-rpc.js';
+import type { RpcDurabilityReadOptions } from '../adapters/durable-object/durability-rpc.js';
 import { appendReceiptOf } from '../adapters/durable-object/append-receipt.js';
 import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../adapters/durable-object/storage-sql-driver.js';
 import type { SqlEventLog, SqlStoreTestHooks } from '../adapters/sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
-import type {
-  DurabilityReadResult,
-  DurabilityRecordDraft,
-  DurabilityRecordResult,
-} from '../core/durability/record-contract.js';
 import { checkSessionId } from '../core/log-engine.js';
 import type {
   DurableAppendResult,
@@ -146,7 +132,6 @@ export class SessionObject
   extends DurableObject<unknown>
   implements
     SessionObjectRpc,
-    SessionObjectDurabilityRpc,
     SessionObjectJournalRpc
 {
   /**
@@ -399,8 +384,21 @@ export class SessionObject
     ),
     // Commands and the projection, by the journal host next to the store.
     journal: {},
-    // The durability records and the durable tool calls (runs).
-    durability: {},
+    // The durability records (the store's), and the durable tool calls the object runs (`durability.ts`).
+    durability: {
+      recordDurability: (sessionId, draft) => this.#store.durability.record(sessionId, draft),
+      readDurability: (sessionId, options: unknown) => {
+        if (options !== undefined && (typeof options !== 'object' || options === null)) {
+          throw invalidInput('readDurability options must be an object');
+        }
+        const { after, limit } = (options ?? {}) as RpcDurabilityReadOptions;
+        return this.#store.durability.read(sessionId, { after, limit });
+      },
+      startToolCall: (sessionId, input) => this.#durability.startToolCall(sessionId, input),
+      runToolCall: (sessionId, input) => this.#durability.runToolCall(sessionId, input),
+      deliver: (sessionId, input) => this.#durability.deliver(sessionId, input),
+      getRun: (sessionId, input) => this.#durability.getRun(sessionId, (input as { runId?: unknown } | null)?.runId),
+    },
     // The agent Session running in the object (made in the constructor, after these fields).
     agent: {
       submitRequest: (sessionId, input) => this.#agent.submitRequest(sessionId, input),
@@ -423,38 +421,6 @@ export class SessionObject
       const host = this.#hosts[SESSION_OPERATIONS[name].host] as Record<OperationName, (sessionId: SessionId, input: unknown) => unknown>;
       return host[name]!(id, input);
     });
-  }
-
-  // ---- RPC: the durability records and durable tool calls -------------------------------------
-
-  async recordDurability(sessionId: string, draft: DurabilityRecordDraft): Promise<RpcResult<DurabilityRecordResult>> {
-    return toRpcResult(() => this.#store.durability.record(this.bindSession(sessionId), draft));
-  }
-
-  async readDurability(sessionId: string, options?: RpcDurabilityReadOptions): Promise<RpcResult<DurabilityReadResult>> {
-    return toRpcResult(() => {
-      const id = this.bindSession(sessionId);
-      if (options !== undefined && (typeof options !== 'object' || options === null)) {
-        throw invalidInput('readDurability options must be an object');
-      }
-      return this.#store.durability.read(id, { after: options?.after, limit: options?.limit });
-    });
-  }
-
-  async startToolCall(sessionId: string, input: StartToolCallInput): Promise<RpcResult<ToolCallAccepted>> {
-    return toRpcResult(() => this.#durability.startToolCall(this.bindSession(sessionId), input));
-  }
-
-  async runToolCall(sessionId: string, input: StartToolCallInput): Promise<RpcResult<ToolCallState>> {
-    return toRpcResult(() => this.#durability.runToolCall(this.bindSession(sessionId), input));
-  }
-
-  async deliver(sessionId: string, input: RunDeliveryInput): Promise<RpcResult<RunDeliveryReceipt>> {
-    return toRpcResult(() => this.#durability.deliver(this.bindSession(sessionId), input));
-  }
-
-  async getRun(sessionId: string, runId: string): Promise<RpcResult<RunState>> {
-    return toRpcResult(() => this.#durability.getRun(this.bindSession(sessionId), runId));
   }
 
   // ---- RPC: journal commands, projection, recovery (see journal.ts) -----------
