@@ -105,10 +105,6 @@ export const readResponseSchema = z
   })
   .meta({ id: 'ReadResponse' });
 
-export const headResponseSchema = z
-  .strictObject({ headSequence: eventSequenceSchema.nullable() })
-  .meta({ id: 'HeadResponse' });
-
 // ---- subscribe ----
 
 export const subscribeQuerySchema = z.strictObject({

@@ -25,7 +25,7 @@
  * when the reader pulls: a long replay waits in the log for a slow reader. When the object closes
  * the socket for falling behind (`SUBSCRIBER_SLOW_CLOSE_CODE`), the stream ends with the same error.
  */
-import type { SessionObjectRpc } from '../adapters/durable-object/rpc.js';
+import { callOperation } from '../adapters/durable-object/operation-client.js';
 import {
   SUBSCRIBER_ACK_PARAM,
   SUBSCRIBER_PONG,
@@ -42,7 +42,6 @@ import { durableEventCursor, encodeDurableEventCursor, type DurableEventCursor }
 import { DurableEventStoreError, isDurableError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import { EventSequence, type SessionId } from '../protocol/ids.js';
-import { callObject } from './session-rpc.js';
 
 /** Longest life of one SSE response after `caught_up`; the client reconnects with `Last-Event-ID`. */
 export const SSE_MAX_LIFETIME_MS = 5 * 60 * 1000;
@@ -173,20 +172,21 @@ function unavailable(cause: unknown): DurableEventStoreError {
 }
 
 /** Checks a resume cursor against the log by the cursor rule (`anchorCursor`). */
-export async function verifyCursor(object: SessionObjectRpc, sessionId: SessionId, cursor: DurableEventCursor): Promise<void> {
-  await anchorCursor(sessionId, cursor, (options) => callObject(() => object.read(sessionId, options), unavailable));
+export async function verifyCursor(object: object, sessionId: SessionId, cursor: DurableEventCursor): Promise<void> {
+  await anchorCursor(sessionId, cursor, (options) => callOperation(object, sessionId, 'read', options));
 }
 
 /** Options of {@link sseResponse}. */
 export interface SseOptions extends SseStreamOptions {
-  object: SessionObjectRpc;
+  /** The session's object (a stub of `SessionObject` or a subclass). */
+  object: object;
   sessionId: SessionId;
   /** Verified resume cursor, or `undefined` to start at the first event. */
   after: DurableEventCursor | undefined;
 }
 
 /** The long-polling source: replay up to the head seen by its first read, `caught_up`, then live. */
-function pollSource(object: SessionObjectRpc, sessionId: SessionId, after: DurableEventCursor | undefined): SseSource {
+function pollSource(object: object, sessionId: SessionId, after: DurableEventCursor | undefined): SseSource {
   let position: number | null = after?.sequence ?? null;
   /** Head seen by the first replay read; `undefined` until then. */
   let replayHead: number | null | undefined;
@@ -194,7 +194,7 @@ function pollSource(object: SessionObjectRpc, sessionId: SessionId, after: Durab
   let closed = false;
   const read = (from: number | null) => {
     const options = from === null ? { limit: SSE_PAGE_SIZE } : { after: EventSequence(from), limit: SSE_PAGE_SIZE };
-    return callObject(() => object.read(sessionId, options), unavailable);
+    return callOperation(object, sessionId, 'read', options);
   };
   const eventFrame = (event: DurableEventEnvelope): SseFrame => {
     position = event.sequence;
@@ -220,7 +220,7 @@ function pollSource(object: SessionObjectRpc, sessionId: SessionId, after: Durab
         if (page.events.length > 0) return page.events.map(eventFrame);
         const from = position;
         const waitMs = Math.min(remainingMs, SSE_LIVE_WAIT_MS);
-        const waited = await callObject(() => object.waitForEvents(sessionId, from, waitMs), unavailable);
+        const waited = await callOperation(object, sessionId, 'waitForEvents', { after: from, waitMs });
         if (waited.headSequence === position) return [];
       }
     },

@@ -1,17 +1,25 @@
 /**
  * The session object's event-log operations (rows with `host: 'log'` of `SESSION_OPERATIONS`):
- * the execution lease, whose fences the log checks in the one transaction of every append, and
- * the stored per-event digests.
+ * the append (JSON text in, a compact receipt out), reads, the head and its long poll, the
+ * execution lease, whose fences the log checks in the one transaction of every append, and the
+ * stored per-event digests.
  *
  * Input over RPC is an untrusted shape: each method passes it on and the log engine checks the
- * fields it uses (owner, lease id, TTL, fence, read bounds), with its own error codes.
+ * fields it uses (drafts, owner, lease id, TTL, fence, read bounds), with its own error codes.
  */
+import { appendReceiptOf } from '../adapters/durable-object/append-receipt.js';
+import { MAX_WAIT_FOR_EVENTS_MS, type RpcAppendOptions } from '../adapters/durable-object/rpc.js';
 import type { SqlEventLog } from '../adapters/sql/sql-event-log.js';
 import type { DurableExecutionFence, DurableLeaseAcquireOptions } from '../core/store.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import { MAX_READ_LIMIT } from '../protocol/limits.js';
 import type { OperationHosts, OperationInput, OperationOutput } from '../core/operations/operations.js';
+import { isPast, type HeadWaiters } from './waiters.js';
+
+function invalidInput(message: string): DurableEventStoreError {
+  return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
+}
 
 /** Only the three fence fields reach the engine (a lease record or a caller's object carries more). */
 function fenceOf(input: unknown): DurableExecutionFence {
@@ -28,12 +36,56 @@ function fieldOf(input: unknown, key: string): unknown {
   return typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[key] : undefined;
 }
 
-/** Serves the log rows; `afterRelease` runs after a lease release (a parked agent may go on). */
+/**
+ * Serves the log rows; `waiters` are the object's long polls (settled after every commit),
+ * `afterRelease` runs after a lease release (a parked agent may go on).
+ */
 export class EventLogHost implements Readonly<OperationHosts['log']> {
   constructor(
     private readonly log: () => SqlEventLog,
+    private readonly waiters: HeadWaiters,
     private readonly afterRelease: () => void,
   ) {}
+
+  appendJson(sessionId: SessionId, input: OperationInput<'appendJson'>): OperationOutput<'appendJson'> {
+    const options = fieldOf(input, 'options') ?? {};
+    if (typeof options !== 'object') throw invalidInput('append options must be an object');
+    const { expectedLastSequence, executionFence } = options as RpcAppendOptions;
+    const checked = {
+      ...(expectedLastSequence === undefined ? {} : { expectedLastSequence }),
+      ...(executionFence === undefined ? {} : { executionFence }),
+    };
+    // SAFETY: the log refuses anything but JSON text of a draft batch.
+    return appendReceiptOf(this.log().appendJson(sessionId, fieldOf(input, 'draftsJson') as string, checked));
+  }
+
+  read(sessionId: SessionId, input: OperationInput<'read'>): OperationOutput<'read'> {
+    if (typeof input !== 'object' || input === null) throw invalidInput('read options must be an object');
+    return this.log().read(sessionId, { after: input.after, limit: input.limit, maxBytes: input.maxBytes });
+  }
+
+  getHeadSequence(sessionId: SessionId): OperationOutput<'getHeadSequence'> {
+    return this.log().getHeadSequence(sessionId);
+  }
+
+  async waitForEvents(sessionId: SessionId, input: OperationInput<'waitForEvents'>): Promise<OperationOutput<'waitForEvents'>> {
+    const after = fieldOf(input, 'after');
+    const waitMs = fieldOf(input, 'waitMs');
+    if (after !== null && (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', 'after must be null or an integer sequence >= 1');
+    }
+    if (typeof waitMs !== 'number' || !Number.isSafeInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_FOR_EVENTS_MS) {
+      throw invalidInput(`waitMs must be an integer in 0..${MAX_WAIT_FOR_EVENTS_MS}`);
+    }
+    const head = this.log().getHeadSequence(sessionId);
+    if (after !== null && (head === null || after > head)) {
+      throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', `cursor ${after} is ahead of the head ${String(head)}`, {
+        details: { after, headSequence: head },
+      });
+    }
+    if (isPast(head, after) || waitMs === 0) return { headSequence: head };
+    return { headSequence: await this.waiters.wait(after, waitMs, () => this.log().getHeadSequence(sessionId)) };
+  }
 
   acquireExecutionLease(sessionId: SessionId, input: OperationInput<'acquireExecutionLease'>): OperationOutput<'acquireExecutionLease'> {
     const request = { ownerId: fieldOf(input, 'ownerId'), leaseId: fieldOf(input, 'leaseId'), ttlMs: fieldOf(input, 'ttlMs') };

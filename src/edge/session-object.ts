@@ -7,8 +7,8 @@
  * inside the one INSERT statement that is the whole write, see `singleWriter`). The object is the
  * session's single writer, so its log remembers the head and lease between calls; the
  * runtime's output gate holds every reply until the write it follows is durable.
- * `DurableObjectEventStore` appends through `appendJson` (drafts as JSON text, a compact receipt
- * back); the HTTP route through `append`.
+ * Appends arrive through the one append RPC, `appendJson` (drafts as JSON text, a compact receipt
+ * back), from `DurableObjectEventStore`, `sessionClient` and the HTTP route alike.
  *
  * - RPC: every store operation is a typed method returning an `RpcResult` envelope (errors keep
  *   their class and code across RPC). The object records the session it serves on the first call
@@ -26,37 +26,27 @@
  */
 import { DurableObject } from 'cloudflare:workers';
 import {
-  MAX_WAIT_FOR_EVENTS_MS,
   toRpcResult,
-  type RpcAppendOptions,
-  type RpcAppendReceipt,
-  type RpcReadOptions,
   type RpcResult,
-  type RpcWaitResult,
   type SessionObjectPositionalRpc,
   type SessionObjectRpc,
 } from '../adapters/durable-object/rpc.js';
 import type { RpcDurabilityReadOptions } from '../adapters/durable-object/durability-rpc.js';
-import { appendReceiptOf } from '../adapters/durable-object/append-receipt.js';
 import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../adapters/durable-object/storage-sql-driver.js';
 import type { SqlEventLog, SqlStoreTestHooks } from '../adapters/sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { checkSessionId } from '../core/log-engine.js';
-import type {
-  DurableAppendResult,
-  DurableReadResult,
-} from '../core/store.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
-import type { DurableEventDraft, DurableEventEnvelope } from '../protocol/events.js';
-import type { EventSequence, SessionId } from '../protocol/ids.js';
+import type { DurableEventEnvelope } from '../protocol/events.js';
+import type { SessionId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';
 import { SessionDurability } from './durability.js';
 import { OBJECT_SCHEMA } from './schema.js';
 import { migrateSqlSchema } from '../adapters/sql/schema.js';
 import { DEFAULT_RUN_RETRY_POLICY, type RunRetryPolicy } from './outcomes.js';
 import { checkDueMs, checkTimerKey, TIMER_KINDS, type UserTimer } from './timers.js';
-import { HeadWaiters, isPast } from './waiters.js';
+import { HeadWaiters } from './waiters.js';
 import { SessionSockets } from './sockets.js';
 import { pacingFromEnv, type SubscriberPacingLimits } from './socket-pacing.js';
 import { SessionJournalHost } from './journal.js';
@@ -69,7 +59,9 @@ import type {
   RecoveryResults,
   RpcJournalCallOptions,
   SessionObjectJournalRpc,
+  SessionProjectionResult,
 } from '../adapters/durable-object/journal-rpc.js';
+import type { DurableCommitResult, DurableJournalCommand } from '../core/journal/journal-options.js';
 import type { SessionAgentMount } from '../adapters/durable-object/agent-rpc.js';
 import { SessionAgentHost } from './agent-host.js';
 import { EventLogHost } from './log-host.js';
@@ -86,16 +78,6 @@ const SESSION_KEY = 'session_id';
 
 function invalidInput(message: string): DurableEventStoreError {
   return new DurableEventStoreError('DURABLE_EVENT_INVALID_INPUT', message);
-}
-
-/** Keeps only the two append options that exist (RPC arguments are untrusted shapes). */
-function appendOptions(options: RpcAppendOptions | undefined): RpcAppendOptions {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object') throw invalidInput('append options must be an object');
-  return {
-    ...(options.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence }),
-    ...(options.executionFence === undefined ? {} : { executionFence: options.executionFence }),
-  };
 }
 
 /**
@@ -309,63 +291,13 @@ export class SessionObject
     this.#agent.observe(events);
   }
 
-  // ---- RPC: the store contract --------------------------------------------------------------
-
-  async append(
-    sessionId: string,
-    drafts: readonly DurableEventDraft[],
-    options?: RpcAppendOptions,
-  ): Promise<RpcResult<DurableAppendResult>> {
-    return toRpcResult(() => this.eventLog.append(this.bindSession(sessionId), drafts, appendOptions(options)));
-  }
-
-  async appendJson(sessionId: string, draftsJson: string, options?: RpcAppendOptions): Promise<RpcResult<RpcAppendReceipt>> {
-    return toRpcResult(() =>
-      appendReceiptOf(this.eventLog.appendJson(this.bindSession(sessionId), draftsJson, appendOptions(options))),
-    );
-  }
-
-  async read(sessionId: string, options?: RpcReadOptions): Promise<RpcResult<DurableReadResult>> {
-    return toRpcResult(() => {
-      const id = this.bindSession(sessionId);
-      if (options !== undefined && (typeof options !== 'object' || options === null)) {
-        throw invalidInput('read options must be an object');
-      }
-      return this.eventLog.read(id, { after: options?.after, limit: options?.limit, maxBytes: options?.maxBytes });
-    });
-  }
-
-  async getHeadSequence(sessionId: string): Promise<RpcResult<EventSequence | null>> {
-    return toRpcResult(() => this.eventLog.getHeadSequence(this.bindSession(sessionId)));
-  }
-
-  async waitForEvents(sessionId: string, after: number | null, waitMs: number): Promise<RpcResult<RpcWaitResult>> {
-    return toRpcResult(async () => {
-      const id = this.bindSession(sessionId);
-      if (after !== null && (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 1)) {
-        throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', 'after must be null or an integer sequence >= 1');
-      }
-      if (typeof waitMs !== 'number' || !Number.isSafeInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_FOR_EVENTS_MS) {
-        throw invalidInput(`waitMs must be an integer in 0..${MAX_WAIT_FOR_EVENTS_MS}`);
-      }
-      const head = this.eventLog.getHeadSequence(id);
-      if (after !== null && (head === null || after > head)) {
-        throw new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', `cursor ${after} is ahead of the head ${String(head)}`, {
-          details: { after, headSequence: head },
-        });
-      }
-      if (isPast(head, after) || waitMs === 0) return { headSequence: head };
-      const settled = await this.#waiters.wait(after, waitMs, () => this.eventLog.getHeadSequence(id));
-      return { headSequence: settled };
-    });
-  }
-
   // ---- RPC: the session operations (SESSION_OPERATIONS, one row each; see core/operations/) ----
 
   /** The hosts that serve the rows of `SESSION_OPERATIONS`, by the row's `host`. */
   readonly #hosts: OperationHosts = {
     log: new EventLogHost(
       () => this.eventLog,
+      this.#waiters,
       // A parked agent may be able to go on now (its operator finished a recovery under the lease).
       () => this.#agent.afterRecovery(),
     ),
@@ -381,10 +313,7 @@ export class SessionObject
       () => this.#agent.afterRecovery(),
     ),
     // Commands and the projection, by the journal host next to the store.
-    journal: {
-      commit: (sessionId, input) => this.#journalHost().commit(sessionId, input),
-      projection: (sessionId) => this.#journalHost().projection(sessionId),
-    },
+    journal: {},
     // The durability records (the store's), and the durable tool calls the object runs (`durability.ts`).
     durability: {
       recordDurability: (sessionId, draft) => this.#store.durability.record(sessionId, draft),
@@ -424,7 +353,19 @@ export class SessionObject
     });
   }
 
-  // ---- RPC: recovery (see journal.ts) -------------------------------------------------------
+  // ---- RPC: journal commands, projection, recovery (see journal.ts) -----------
+
+  async commit(
+    sessionId: string,
+    command: DurableJournalCommand,
+    options?: RpcJournalCallOptions,
+  ): Promise<RpcResult<DurableCommitResult>> {
+    return toRpcResult(() => this.#journalHost().commit(this.bindSession(sessionId), command, options));
+  }
+
+  async projection(sessionId: string): Promise<RpcResult<SessionProjectionResult>> {
+    return toRpcResult(() => this.#journalHost().projection(this.bindSession(sessionId)));
+  }
 
   /**
    * Runs one recovery operation: the row `operation` of `SESSION_OPERATIONS` (host `recovery`),
@@ -528,10 +469,8 @@ function installPositionalOperations(prototype: SessionObject): void {
     Object.defineProperty(prototype, name, {
       configurable: true,
       writable: true,
-      value: async function (this: SessionObject, sessionId: string, ...args: unknown[]) {
-        // Arguments the row refuses (unknown options...) are answered with an envelope too.
-        const input = await toRpcResult(() => toInput(...args));
-        return input.ok ? this.operation(sessionId, name, input.value) : input;
+      value: function (this: SessionObject, sessionId: string, ...args: unknown[]) {
+        return this.operation(sessionId, name, toInput(...args));
       },
     });
   }

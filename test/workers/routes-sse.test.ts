@@ -5,10 +5,13 @@
  */
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { DurableObjectEventStore } from '../../src/adapters/durable-object/durable-object-store.js';
 import { durableEventCursor } from '../../src/protocol/cursor.js';
 import { sessionObject } from '../../src/app/session-rpc.js';
 import { sseResponse } from '../../src/app/sse.js';
 import { freshSessionId, markers } from './session-object-helpers.js';
+
+const store = new DurableObjectEventStore(env.SESSIONS);
 
 async function readAll(response: Response): Promise<string> {
   return new Response(response.body).text();
@@ -28,8 +31,7 @@ describe('SSE stream built by the Worker', () => {
   it('replays, sends caught_up, then ends when its lifetime is over', async () => {
     const sessionId = freshSessionId('sse-life');
     const object = sessionObject(env.SESSIONS, sessionId);
-    const appended = await object.append(sessionId, markers(2, 'life'));
-    expect(appended.ok).toBe(true);
+    await store.append(sessionId, markers(2, 'life'));
     const response = sseResponse({ object, sessionId, after: undefined, lifetimeMs: 150 });
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const text = await readAll(response);
@@ -42,13 +44,12 @@ describe('SSE stream built by the Worker', () => {
   it('resumes after a cursor and delivers live events until the end', async () => {
     const sessionId = freshSessionId('sse-resume');
     const object = sessionObject(env.SESSIONS, sessionId);
-    const first = await object.append(sessionId, markers(3, 'before'));
-    if (!first.ok) throw new Error('append failed');
-    const second = first.value.events[1];
+    const first = await store.append(sessionId, markers(3, 'before'));
+    const second = first.events[1];
     if (second === undefined) throw new Error('no second event');
     const response = sseResponse({ object, sessionId, after: durableEventCursor(second), lifetimeMs: 400 });
     const reading = readAll(response);
-    await object.append(sessionId, markers(1, 'live'));
+    await store.append(sessionId, markers(1, 'live'));
     const received = frames(await reading);
     const sequences = received.flatMap((frame) =>
       frame.event === 'event' ? [(frame.data as { event: { sequence: number } }).event.sequence] : [],

@@ -34,7 +34,7 @@ describe('SessionObject RPC', () => {
     expect(isDurableEventSequenceConflictError(error)).toBe(true);
     expect(error).toMatchObject({ expected: null, actual: 2 });
 
-    const envelope = await rpc(sessionId).append(sessionId, markers(1, 'x'), { expectedLastSequence: EventSequence(1) });
+    const envelope = await rpc(sessionId).appendJson(sessionId, JSON.stringify(markers(1, 'x')), { expectedLastSequence: EventSequence(1) });
     expect(envelope).toEqual({
       ok: false,
       error: expect.objectContaining({ code: 'DURABLE_EVENT_SEQUENCE_CONFLICT', details: { expected: 1, actual: 2 } }),
@@ -61,9 +61,11 @@ describe('SessionObject RPC', () => {
   it('refuses malformed RPC arguments with a classified error instead of throwing', async () => {
     const sessionId = freshSessionId('garbage');
     const object = rpc(sessionId);
+    const drafts = JSON.stringify([{ type: 'no_such_event', data: {} }]);
+    expect(await object.appendJson(sessionId, drafts)).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
     // SAFETY: deliberately wrong shapes, as an untyped caller could send them.
-    const drafts = [{ type: 'no_such_event', data: {} }] as unknown as Parameters<SessionObjectRpc['append']>[1];
-    expect(await object.append(sessionId, drafts)).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
+    expect(await object.appendJson(sessionId, JSON.stringify(markers(1, 'y')), 5 as never)).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
+    expect(await object.read(sessionId, 'after' as never)).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
     expect(await object.read(sessionId, { limit: 0 })).toMatchObject({ ok: false, error: { code: 'DURABLE_EVENT_INVALID_INPUT' } });
     expect(await object.waitForEvents(sessionId, null, 60_000)).toMatchObject({
       ok: false,

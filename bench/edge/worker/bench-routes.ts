@@ -6,8 +6,6 @@
  *   sequential calls, each addressing the object afresh (`idFromName` + `get`, as a real Worker
  *   handling one request would):
  *   - `subject`: `DurableObjectEventStore.append(object, <batch drafts>)` (SessionObject RPC);
- *   - `subject-direct`: `SessionObject.append` on the stub (`sessionObjectRpc(...).append`): drafts
- *     as objects in, the whole result back, as the HTTP route calls it (for the breakdown);
  *   - `subject-json`: `SessionObject.appendJson` on the stub with the drafts' JSON text made
  *     before the clock starts: the store's RPC without its work in the Worker (for the breakdown);
  *   - `bare`: `BareObject.insertOne(rowBody)` (batch 1) or `insertMany(batch x rowBody)`;
@@ -23,7 +21,6 @@
  */
 import { DurableObjectEventStore, sessionObjectRpc } from '../../../src/adapters/durable-object/durable-object-store.js';
 import { unwrapRpcResult, type RpcAppendReceipt } from '../../../src/adapters/durable-object/rpc.js';
-import type { DurableAppendResult } from '../../../src/core/store.js';
 import type { DurableEventDraft } from '../../../src/protocol/events.js';
 import { SessionId } from '../../../src/protocol/ids.js';
 import type { Env } from '../../../worker/env.js';
@@ -39,9 +36,9 @@ export interface BenchEnv extends Env {
 }
 
 /** What a timed loop calls. */
-export type LoopKind = 'subject' | 'subject-direct' | 'subject-json' | 'bare' | 'bare-broadcast' | `profile:${ProfileStage}`;
+export type LoopKind = 'subject' | 'subject-json' | 'bare' | 'bare-broadcast' | `profile:${ProfileStage}`;
 
-const LOOP_KINDS = new Set<string>(['subject', 'subject-direct', 'subject-json', 'bare', 'bare-broadcast']);
+const LOOP_KINDS = new Set<string>(['subject', 'subject-json', 'bare', 'bare-broadcast']);
 
 /** The ProfileObject stub as the profile loop calls it. */
 type ProfileRpc = Record<ProfileStage, (input: string | readonly DurableEventDraft[]) => Promise<unknown>>;
@@ -102,16 +99,6 @@ async function subjectLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number>
   return Date.now() - started;
 }
 
-async function subjectDirectLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
-  const batches = draftBatches(loop);
-  const started = Date.now();
-  for (const drafts of batches) {
-    const result = unwrapRpcResult<DurableAppendResult>(await sessionObjectRpc(env.SESSIONS, loop.object).append(loop.object, drafts));
-    if (result.events.length !== drafts.length) throw new Error('subject append stored a wrong count');
-  }
-  return Date.now() - started;
-}
-
 async function subjectJsonLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
   const texts = draftBatches(loop).map((drafts) => JSON.stringify(drafts));
   const started = Date.now();
@@ -157,7 +144,6 @@ async function profileLoop(env: BenchEnv, loop: RpcLoopRequest, stage: ProfileSt
 
 function runLoop(env: BenchEnv, loop: RpcLoopRequest): Promise<number> {
   if (loop.kind === 'subject') return subjectLoop(env, loop);
-  if (loop.kind === 'subject-direct') return subjectDirectLoop(env, loop);
   if (loop.kind === 'subject-json') return subjectJsonLoop(env, loop);
   if (loop.kind === 'bare' || loop.kind === 'bare-broadcast') return bareLoop(env, loop);
   // SAFETY: the remaining kinds are `profile:<stage>` (parseLoop checked them).

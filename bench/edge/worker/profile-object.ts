@@ -14,7 +14,7 @@
  *   ledger        the real single-writer `SqlEventLog.appendJson` on this object's SQLite (head and
  *                 lease remembered, then parse/plan/insert as above), count returned;
  *   ledgerReceipt the same, returning the compact receipt (what `appendJson` answers).
- * The what-ifs of the HTTP route's path (`append`, drafts as objects):
+ * The what-ifs of an append RPC taking the drafts as objects and answering the whole result:
  *   noopDrafts          the RPC itself, the drafts cloned in as objects;
  *   validateDrafts      + `validateDraftBatch` on objects (descriptor walk);
  *   validateDraftsZod   + `validateDraftBatchStrict` (zod) instead;

@@ -2,18 +2,20 @@
  * Compact append receipts: the stored batch without sending it back over RPC.
  *
  * An append result repeats the drafts the caller already holds; only the store-assigned fields
- * are new. So the SessionObject answers `appendJson` with those fields alone, and
- * `DurableObjectEventStore` rebuilds the result:
- * 1. the caller validates its drafts (`validateDraftBatch`) and sends the validated copies as
- *    JSON text; validated drafts are lossless JSON, so the object parses back exactly these drafts
- *    and validates, plans and stores them;
- * 2. the object appends (`SessionObject.appendJson`) and answers {@link appendReceiptOf} its
- *    result: head before, last sequence, the event IDs (one string), the commit time;
+ * are new. So the SessionObject's one append RPC, `appendJson`, answers those fields alone, and
+ * every caller (`DurableObjectEventStore`, `sessionClient`, the Worker's append route) appends
+ * through {@link appendThroughObject}, which rebuilds the result:
+ * 1. it validates the drafts (`validateDraftBatch`) and sends the validated copies as JSON text;
+ *    validated drafts are lossless JSON, so the object parses back exactly these drafts and
+ *    validates, plans and stores them;
+ * 2. the object appends and answers {@link appendReceiptOf} its result: head before, last
+ *    sequence, the event IDs (one string), the commit time;
  * 3. {@link appendResultFromReceipt} checks the receipt against the batch and builds each
  *    envelope the way `planAppend` (core `log-engine.ts`) does: store fields first, then the
  *    draft's fields, then `recordedAt`, and `occurredAt` defaulting to `recordedAt`.
  * The conformance harness compares such results with what the store reads back.
  */
+import { validateDraftBatch } from '../../core/log-engine.js';
 import type { DurableAppendResult } from '../../core/store.js';
 import { DurableEventStoreError } from '../../protocol/errors.js';
 import {
@@ -23,12 +25,13 @@ import {
   type DurableEventEnvelope,
 } from '../../protocol/events.js';
 import { EventSequence, isValidId, type EventId, type SessionId } from '../../protocol/ids.js';
-import type { RpcAppendReceipt } from './rpc.js';
+import { callOperation } from './operation-client.js';
+import type { RpcAppendOptions, RpcAppendReceipt } from './rpc.js';
 
 /** Joins the event IDs of a receipt; IDs never contain control characters (`describeInvalidId`). */
 const EVENT_ID_SEPARATOR = '\n';
 
-/** The receipt of a committed append (what `SessionObject.appendJson` answers). */
+/** The receipt of a committed append (what the object's `appendJson` answers). */
 export function appendReceiptOf(result: DurableAppendResult): RpcAppendReceipt {
   return {
     previousSequence: result.previousSequence,
@@ -88,4 +91,22 @@ export function appendResultFromReceipt(
     } as DurableEventEnvelope;
   });
   return { previousSequence, lastSequence, events };
+}
+
+/**
+ * Appends `drafts` to the session of the object `stub` through its `appendJson` row (see the
+ * module header). Invalid drafts are refused here with the object's own error, and nothing is
+ * sent; a call whose answer is lost is `DURABLE_EVENT_WRITE_FAILED` (the batch may or may not
+ * have committed: read the head before retrying).
+ */
+export async function appendThroughObject(
+  stub: object,
+  sessionId: SessionId,
+  drafts: readonly DurableEventDraft[],
+  options: RpcAppendOptions = {},
+  signal?: AbortSignal,
+): Promise<DurableAppendResult> {
+  const valid = validateDraftBatch(drafts);
+  const receipt = await callOperation(stub, sessionId, 'appendJson', { draftsJson: JSON.stringify(valid), options }, signal);
+  return appendResultFromReceipt(sessionId, valid, receipt);
 }

@@ -3,19 +3,19 @@
  * namespace binding.
  *
  * 1. Each call addresses the session's object: `namespace.get(namespace.idFromName(sessionId))`.
- * 2. It calls the matching RPC method, which answers with an `RpcResult` envelope. An append
- *    validates its drafts here first, sends them as JSON text (`appendJson`) and is answered
- *    with a compact receipt, from which the stored envelopes are rebuilt (`append-receipt.ts`).
- * 3. The envelope is unwrapped; a failure is rethrown as the original error class and code. A
- *    failed RPC transport is `DURABLE_EVENT_WRITE_FAILED` for an append (outcome unknown) and
- *    `DURABLE_EVENT_UNAVAILABLE` otherwise; the lease and durability calls are rows of `SESSION_OPERATIONS`,
- *    run through `callOperation`, whose rule comes from the row (a lease write whose answer was
- *    lost is `DURABLE_EXECUTION_LEASE_TIMEOUT` with its `leaseId`).
+ * 2. It runs the matching row of `SESSION_OPERATIONS` through `callOperation`, the object's one
+ *    RPC entry. An append validates its drafts here first, sends them as JSON text (`appendJson`)
+ *    and is answered with a compact receipt, from which the stored envelopes are rebuilt
+ *    (`append-receipt.ts`).
+ * 3. A failure is rethrown as the original error class and code. A failed RPC transport is
+ *    reported by the row's kind: `DURABLE_EVENT_WRITE_FAILED` for an append or a durability write
+ *    (outcome unknown), `DURABLE_EXECUTION_LEASE_TIMEOUT` with its `leaseId` for a lease write,
+ *    `DURABLE_EVENT_UNAVAILABLE` for a read.
  * An `AbortSignal` cannot cross RPC: an aborted signal stops the call before it is sent, and an
  * abort while the call runs rejects at once (the object may still complete it; as with any
  * uncertain outcome, read the head before retrying an append).
  */
-import { abortReason, throwIfAborted } from '../../core/abort.js';
+import { throwIfAborted } from '../../core/abort.js';
 import type {
   DurabilityRecordStore,
   DurabilityReadOptions,
@@ -24,7 +24,7 @@ import type {
   DurabilityRecordResult,
 } from '../../core/durability/record-contract.js';
 import { validateDurabilityDraft } from '../../core/durability/record-engine.js';
-import { checkSessionId, validateDraftBatch } from '../../core/log-engine.js';
+import { checkSessionId } from '../../core/log-engine.js';
 import type {
   DurableAppendOptions,
   DurableAppendResult,
@@ -38,10 +38,9 @@ import type {
   DurableReadResult,
   DurableStoreCallOptions,
 } from '../../core/store.js';
-import { DurableEventStoreError, isDurableError } from '../../protocol/errors.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventSequence, SessionId } from '../../protocol/ids.js';
-import { appendResultFromReceipt } from './append-receipt.js';
+import { appendThroughObject } from './append-receipt.js';
 import {
   checkCheckpointRecord,
   checkpointExtensionOf,
@@ -50,7 +49,7 @@ import {
   type DurableCheckpointRecord,
   type DurableCheckpointStore,
 } from '../../core/checkpoint/contract.js';
-import { unwrapRpcResult, type SessionObjectRpc } from './rpc.js';
+import type { SessionObjectRpc } from './rpc.js';
 import { callOperation } from './operation-client.js';
 import type { OperationInput, OperationName, OperationOutput } from '../../core/operations/operations.js';
 
@@ -100,31 +99,6 @@ export class DurableObjectEventStore
     this.#namespace = namespace;
   }
 
-  async #call<T>(
-    signal: AbortSignal | undefined,
-    sessionId: SessionId,
-    invoke: (stub: SessionObjectRpc, id: SessionId) => Promise<unknown>,
-    transportFailure: TransportFailureCode = 'DURABLE_EVENT_UNAVAILABLE',
-  ): Promise<T> {
-    throwIfAborted(signal);
-    const id = checkSessionId(sessionId);
-    const pending = invokeSafely(() => invoke(sessionObjectRpc(this.#namespace, id), id), transportFailure);
-    if (signal === undefined) return unwrapRpcResult<T>(await pending);
-    let detach: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      const onAbort = (): void => reject(abortReason(signal));
-      signal.addEventListener('abort', onAbort, { once: true });
-      detach = () => signal.removeEventListener('abort', onAbort);
-    });
-    // A late settlement of the RPC after an abort must not surface as an unhandled rejection.
-    pending.catch(() => undefined);
-    try {
-      return unwrapRpcResult<T>(await Promise.race([pending, aborted]));
-    } finally {
-      detach?.();
-    }
-  }
-
   /** Runs a row of `SESSION_OPERATIONS` on the session's object (see `operation-client.ts`). */
   async #operation<N extends OperationName>(
     signal: AbortSignal | undefined,
@@ -147,22 +121,14 @@ export class DurableObjectEventStore
     drafts: readonly DurableEventDraft[],
     options?: DurableAppendOptions,
   ): Promise<DurableAppendResult> {
+    // Same order of refusals as the object: an aborted call, the session ID, then the drafts.
+    throwIfAborted(options?.signal);
+    const id = checkSessionId(sessionId);
     const rpcOptions = {
       ...(options?.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence }),
       ...(options?.executionFence === undefined ? {} : { executionFence: plainFence(options.executionFence) }),
     };
-    // Same order of refusals as the object: an aborted call, the session ID, then the drafts.
-    throwIfAborted(options?.signal);
-    const id = checkSessionId(sessionId);
-    const valid = validateDraftBatch(drafts);
-    const receipt = await this.#call<unknown>(
-      options?.signal,
-      id,
-      // Validated drafts are lossless JSON: the object parses back exactly `valid`.
-      (stub) => stub.appendJson(id, JSON.stringify(valid), rpcOptions),
-      'DURABLE_EVENT_WRITE_FAILED',
-    );
-    return appendResultFromReceipt(id, valid, receipt);
+    return appendThroughObject(sessionObjectRpc(this.#namespace, id), id, drafts, rpcOptions, options?.signal);
   }
 
   read(sessionId: SessionId, options?: DurableReadOptions): Promise<DurableReadResult> {
@@ -171,11 +137,11 @@ export class DurableObjectEventStore
       ...(options?.limit === undefined ? {} : { limit: options.limit }),
       ...(options?.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
     };
-    return this.#call(options?.signal, sessionId, (stub, id) => stub.read(id, rpcOptions));
+    return this.#operation(options?.signal, sessionId, 'read', rpcOptions);
   }
 
   getHeadSequence(sessionId: SessionId, options?: DurableStoreCallOptions): Promise<EventSequence | null> {
-    return this.#call(options?.signal, sessionId, (stub, id) => stub.getHeadSequence(id));
+    return this.#operation(options?.signal, sessionId, 'getHeadSequence', {});
   }
 
   /** The session's latest projection checkpoint, kept by its object. */
@@ -221,7 +187,7 @@ export class DurableObjectEventStore
     waitMs: number,
     options?: DurableStoreCallOptions,
   ): Promise<{ headSequence: EventSequence | null }> {
-    return this.#call(options?.signal, sessionId, (stub, id) => stub.waitForEvents(id, after, waitMs));
+    return this.#operation(options?.signal, sessionId, 'waitForEvents', { after, waitMs });
   }
 
   acquireExecutionLease(sessionId: SessionId, options: DurableLeaseAcquireOptions): Promise<DurableExecutionLeaseRecord> {
@@ -275,25 +241,6 @@ export class DurableObjectEventStore
       ...(options?.limit === undefined ? {} : { limit: options.limit }),
     };
     return this.#operation(options?.signal, sessionId, 'readDurability', rpcOptions);
-  }
-}
-
-/** What a failed RPC transport becomes: an append's outcome is unknown, anything else unavailable. */
-type TransportFailureCode = 'DURABLE_EVENT_WRITE_FAILED' | 'DURABLE_EVENT_UNAVAILABLE';
-
-/**
- * Runs an RPC call; a transport failure (the object was reset, the call could not be delivered
- * or its arguments could not be serialized) becomes `code`. For an append that is
- * `DURABLE_EVENT_WRITE_FAILED`: the batch may or may not have committed, and a journal reconciles
- * by reading.
- */
-async function invokeSafely(invoke: () => Promise<unknown>, code: TransportFailureCode): Promise<unknown> {
-  try {
-    return await invoke();
-  } catch (error) {
-    if (isDurableError(error)) throw error;
-    const message = error instanceof Error ? error.message : String(error);
-    throw new DurableEventStoreError(code, `session object call failed: ${message}`, { cause: error });
   }
 }
 

@@ -7,52 +7,30 @@
  * with {@link unwrapRpcResult} (which uses `durableErrorFromJson`). The Worker routes and
  * `DurableObjectEventStore` both program against {@link SessionObjectRpc}.
  */
-import type { DurableAppendResult, DurableExecutionFence, DurableReadResult } from '../../core/store.js';
 import {
   DurableError,
   DurableEventStoreError,
   durableErrorFromJson,
   type DurableErrorJson,
 } from '../../protocol/errors.js';
-import type { DurableEventDraft } from '../../protocol/events.js';
-import type { EventSequence, WorkerId } from '../../protocol/ids.js';
-import type { OperationOutput, PositionalArgs, PositionalOperationName } from '../../core/operations/operations.js';
+import type { WorkerId } from '../../protocol/ids.js';
+import type { OperationInput, OperationOutput, PositionalArgs, PositionalOperationName } from '../../core/operations/operations.js';
 
 /** Outcome of one RPC call: a value, or a domain error in its wire form. */
 export type RpcResult<T> = { ok: true; value: T } | { ok: false; error: DurableErrorJson };
 
 /** Append options that cross RPC (an `AbortSignal` cannot). */
-export interface RpcAppendOptions {
-  expectedLastSequence?: EventSequence | null | undefined;
-  executionFence?: DurableExecutionFence | undefined;
-}
+export type RpcAppendOptions = NonNullable<OperationInput<'appendJson'>['options']>;
 
 /**
- * What {@link SessionObjectRpc.appendJson} answers: the store-assigned part of an append
- * result. The caller holds the drafts it sent and rebuilds the envelopes from them (see
- * `append-receipt.ts`), so a 1,000-event batch does not travel back over RPC.
+ * What the append RPC (`appendJson`) answers: the store-assigned part of an append result
+ * (head before, last sequence, the event IDs joined by `\n`, the commit time). The caller rebuilds
+ * the envelopes from the drafts it sent (see `append-receipt.ts`).
  */
-export interface RpcAppendReceipt {
-  /** Head before the batch (`null` for an empty stream). */
-  previousSequence: EventSequence | null;
-  /** Sequence of the batch's last event. */
-  lastSequence: EventSequence;
-  /**
-   * The event ID the store assigned to each draft, in order, joined by `\n` (an ID never holds
-   * a control character): one string crosses RPC much faster than a thousand.
-   */
-  eventIds: string;
-  /** The batch's commit time (every event's `recordedAt`). */
-  recordedAt: string;
-}
+export type RpcAppendReceipt = OperationOutput<'appendJson'>;
 
-/** Read options that cross RPC. */
-export interface RpcReadOptions {
-  after?: EventSequence | undefined;
-  limit?: number | undefined;
-  /** Byte budget of the page (default and maximum `MAX_READ_PAGE_BYTES`). */
-  maxBytes?: number | undefined;
-}
+/** Read options that cross RPC (`after`, `limit`, `maxBytes`). */
+export type RpcReadOptions = OperationInput<'read'>;
 
 /** Lease acquisition options that cross RPC. */
 export interface RpcLeaseAcquireOptions {
@@ -61,11 +39,8 @@ export interface RpcLeaseAcquireOptions {
   ttlMs: number;
 }
 
-/** Result of {@link SessionObjectRpc.waitForEvents}. */
-export interface RpcWaitResult {
-  /** Head when the wait ended (an event after `after` exists iff `headSequence > after`). */
-  headSequence: EventSequence | null;
-}
+/** Result of the long poll `waitForEvents`: the head when the wait ended (an event after `after` exists iff `headSequence > after`). */
+export type RpcWaitResult = OperationOutput<'waitForEvents'>;
 
 /**
  * The object's one RPC entry for the rows of `SESSION_OPERATIONS`: runs operation `name` with
@@ -87,31 +62,12 @@ export type SessionObjectPositionalRpc = {
 export const MAX_WAIT_FOR_EVENTS_MS = 30_000;
 
 /**
- * The typed RPC methods of the per-session Durable Object. Every method names the session it
- * means; the object serves exactly one session and refuses any other with
- * `DURABLE_EVENT_INVALID_INPUT`.
+ * The typed RPC methods of the per-session Durable Object: the one operation entry and the
+ * positional methods of the rows (`appendJson`, `read`, `getHeadSequence`, `waitForEvents`, the
+ * lease calls...). Every method names the session it means; the object serves exactly one
+ * session and refuses any other with `DURABLE_EVENT_INVALID_INPUT`.
  */
-export interface SessionObjectRpc extends SessionObjectOperationRpc, SessionObjectPositionalRpc {
-  append(
-    sessionId: string,
-    drafts: readonly DurableEventDraft[],
-    options?: RpcAppendOptions,
-  ): Promise<RpcResult<DurableAppendResult>>;
-  /**
-   * `append` of a batch sent as JSON text (`JSON.stringify` of the drafts array), answered with a
-   * compact receipt instead of the stored events. The object parses and validates the text as
-   * `append` validates drafts. Send validated drafts (lossless JSON), so that the envelopes
-   * rebuilt from them are the stored ones.
-   */
-  appendJson(sessionId: string, draftsJson: string, options?: RpcAppendOptions): Promise<RpcResult<RpcAppendReceipt>>;
-  read(sessionId: string, options?: RpcReadOptions): Promise<RpcResult<DurableReadResult>>;
-  getHeadSequence(sessionId: string): Promise<RpcResult<EventSequence | null>>;
-  /**
-   * Long poll: resolves as soon as the head is past `after` (`null`: as soon as any event exists),
-   * or after `waitMs` (0..{@link MAX_WAIT_FOR_EVENTS_MS}) with the unchanged head.
-   */
-  waitForEvents(sessionId: string, after: number | null, waitMs: number): Promise<RpcResult<RpcWaitResult>>;
-}
+export interface SessionObjectRpc extends SessionObjectOperationRpc, SessionObjectPositionalRpc {}
 
 /** A success envelope. */
 function rpcOk<T>(value: T): RpcResult<T> {

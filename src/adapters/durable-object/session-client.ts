@@ -6,8 +6,8 @@
  * transport detail: {@link sessionClient} binds one session, unwraps every answer and rethrows
  * failures as the original error classes with their codes. A call that fails in transit (object
  * reset, overload) throws the error of an uncertain outcome:
- * - commands (`commit`, `recover`: rows of kind `command` in `SESSION_OPERATIONS`, run through
- *   `callOperation`): `DurableCommandOutcomeUnknownError` (resubmit the same command);
+ * - `commit` and the recovery commands (`recover`, through `callOperation`):
+ *   `DurableCommandOutcomeUnknownError` (resubmit the same command);
  * - lease writes (`acquireExecutionLease`, renew, release, assert): `DURABLE_EXECUTION_LEASE_TIMEOUT`
  *   with the `leaseId` (the rule of their rows in `SESSION_OPERATIONS`, see `operation-client.ts`);
  * - other writes (`append`, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
@@ -20,12 +20,15 @@
  * const { recoveryPlan } = await session.projection();
  * await session.recover('resolvePermission', { commandId, permissionRequestId, decision: 'allow' });
  */
-import { DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
-import type { SessionId } from '../../protocol/ids.js';
+import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
+import type { DurableAppendResult } from '../../core/store.js';
+import type { DurableEventDraft } from '../../protocol/events.js';
+import type { CommandId, SessionId } from '../../protocol/ids.js';
 import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
-import { unwrapRpcResult, type RpcResult, type SessionObjectRpc } from './rpc.js';
+import { unwrapRpcResult, type RpcAppendOptions, type RpcResult, type SessionObjectRpc } from './rpc.js';
+import { appendThroughObject } from './append-receipt.js';
 import { callOperation } from './operation-client.js';
 import { isOperationName, recoveryRowInput, SESSION_OPERATIONS, type OperationSpec } from '../../core/operations/operations.js';
 
@@ -46,6 +49,11 @@ export type SessionObjectClient = {
 } & {
   /** The session this client is bound to. */
   readonly sessionId: SessionId;
+  /**
+   * Appends one atomic batch through the object's `appendJson` (the drafts validated here, the
+   * stored batch rebuilt from the object's receipt: see `append-receipt.ts`).
+   */
+  append(drafts: readonly DurableEventDraft[], options?: RpcAppendOptions): Promise<DurableAppendResult>;
   /** Runs one recovery operation (a row of `RECOVERY_OPERATIONS`) on the session's coordinator. */
   recover<O extends RecoveryOperation>(
     operation: O,
@@ -54,18 +62,19 @@ export type SessionObjectClient = {
   ): Promise<RecoveryResults[O]>;
 };
 
-/** Methods whose transport failure leaves a write's outcome unknown. */
-const WRITES = new Set<string>([
-  'append',
-  'appendJson',
-]);
+function commandIdOf(value: unknown): CommandId | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const id = (value as { commandId?: unknown }).commandId;
+  // SAFETY: only used in an error message and its details.
+  return typeof id === 'string' ? (id as CommandId) : undefined;
+}
 
-function transportFailure(method: string, cause: unknown): DurableError {
-  if (WRITES.has(method)) {
-    return new DurableEventStoreError(
-      'DURABLE_EVENT_WRITE_FAILED',
-      `${method}: the session object did not answer; the write may or may not have happened`,
-      { cause },
+function transportFailure(method: string, args: readonly unknown[], cause: unknown): DurableError {
+  const commandId = method === 'commit' ? commandIdOf(args[0]) : undefined;
+  if (commandId !== undefined) {
+    return new DurableCommandOutcomeUnknownError(
+      `${method}: the session object did not answer; the outcome of command ${commandId} is unknown (resubmit the same command to reconcile)`,
+      { cause, details: { commandId } },
     );
   }
   return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${method}: the session object did not answer`, { cause });
@@ -86,6 +95,10 @@ export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: 
   const call =
     (method: string) =>
     async (...args: unknown[]): Promise<unknown> => {
+      if (method === 'append') {
+        // SAFETY: the arguments of `SessionObjectClient.append`; the drafts are validated before sending.
+        return appendThroughObject(stub, sessionId, args[0] as readonly DurableEventDraft[], args[1] as RpcAppendOptions | undefined);
+      }
       if (method === 'recover') {
         const [operation, input, options] = args;
         if (!isRecoveryOperation(operation)) {
@@ -103,7 +116,7 @@ export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: 
         // A member call: on a Workers RPC stub, `stub[method].call(...)` would name a remote `call`.
         result = await stub[method]!(sessionId, ...args);
       } catch (cause) {
-        throw transportFailure(method, cause);
+        throw transportFailure(method, args, cause);
       }
       return unwrapRpcResult(result);
     };

@@ -1,14 +1,19 @@
 /**
- * Event routes: append a batch, read a page (optionally long-polling), read the head.
+ * Event routes: append a batch, read a page (optionally long-polling). They run the log rows of
+ * `SESSION_OPERATIONS` (`appendJson`, `read`, `waitForEvents`) through `callOperation`; the head
+ * route is derived from its row (`operations.ts`).
  *
  * Appends are validated twice on purpose: here, with the protocol's zod schemas, so garbage never
  * reaches the object (and a refused body gets the store's own error code through the engine's
- * validators); and again inside the object, where the log engine is the authority. A read with
- * `waitMs` first asks the object to wait until an event after `after` exists (or the wait ends),
- * then reads the page as usual.
+ * validators); and again inside the object, where the log engine is the authority. The batch
+ * goes as JSON text and the answer is rebuilt from the object's receipt (`appendThroughObject`).
+ * A read with `waitMs` first asks the object to wait until an event after `after` exists (or the
+ * wait ends), then reads the page as usual.
  */
+import { appendThroughObject } from '../../adapters/durable-object/append-receipt.js';
+import { callOperation } from '../../adapters/durable-object/operation-client.js';
+import type { RpcAppendOptions, RpcReadOptions } from '../../adapters/durable-object/rpc.js';
 import { checkExpectedLastSequence, validateDraftBatch } from '../../core/log-engine.js';
-import type { RpcAppendOptions, RpcReadOptions, SessionObjectRpc } from '../../adapters/durable-object/rpc.js';
 import { decodeDurableEventCursor, durableEventCursor, encodeDurableEventCursor } from '../../protocol/cursor.js';
 import type { DurableEventEnvelope } from '../../protocol/events.js';
 import type { DurableAppendResult, DurableReadResult } from '../../core/store.js';
@@ -22,11 +27,9 @@ import {
   fenceOf,
   appendResponseSchema,
   executionFenceSchema,
-  headResponseSchema,
   readQuerySchema,
   readResponseSchema,
 } from '../schemas.js';
-import { callObject } from '../session-rpc.js';
 import { HTTP_PATHS } from '../../protocol/http-paths.js';
 
 const APPEND_KEYS = new Set(['events', 'expectedLastSequence', 'executionFence']);
@@ -49,18 +52,6 @@ function explainAppendFailure(raw: unknown): void {
   }
 }
 
-function writeOutcomeUnknown(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError(
-    'DURABLE_EVENT_WRITE_FAILED',
-    'the session object did not answer; the append may or may not have committed (read the head before retrying)',
-    { cause },
-  );
-}
-
-function readFailed(cause: unknown): DurableEventStoreError {
-  return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', 'the session object did not answer', { cause });
-}
-
 /** The body of `GET /events`: a store read page whose `nextCursor` is the encoded cursor. */
 interface ReadResponse extends Omit<DurableReadResult, 'nextCursor'> {
   nextCursor: string | null;
@@ -78,13 +69,13 @@ const refuseReadCursor: CursorRefusal = (message, details, cause) =>
   new DurableEventStoreError('DURABLE_EVENT_INVALID_CURSOR', message, cause === undefined ? { details } : { details, cause });
 
 /** The stored event `anchor` names, checked by the cursor rule (`anchorCursor`). */
-async function anchoredEvent(object: SessionObjectRpc, sessionId: SessionId, anchor: CursorAnchor): Promise<DurableEventEnvelope> {
-  const read = (options: RpcReadOptions) => callObject(() => object.read(sessionId, options), readFailed);
+async function anchoredEvent(object: object, sessionId: SessionId, anchor: CursorAnchor): Promise<DurableEventEnvelope> {
+  const read = (options: RpcReadOptions) => callOperation(object, sessionId, 'read', options);
   return (await anchorCursor(sessionId, anchor, read, refuseReadCursor)).event;
 }
 
 /** The encoded cursor of a read's starting point (reads the event for the sugar form). */
-async function cursorText(object: SessionObjectRpc, sessionId: SessionId, from: ReadCursor): Promise<string> {
+async function cursorText(object: object, sessionId: SessionId, from: ReadCursor): Promise<string> {
   if (from.text !== undefined) return from.text;
   return encodeDurableEventCursor(durableEventCursor(await anchoredEvent(object, sessionId, { sessionId, sequence: from.sequence })));
 }
@@ -95,7 +86,7 @@ async function cursorText(object: SessionObjectRpc, sessionId: SessionId, from: 
  * itself and turned into the cursor of its event only when the page is empty, so every page
  * answers an encoded `nextCursor` without an extra read on the common path.
  */
-async function resolveReadCursor(object: SessionObjectRpc, sessionId: SessionId, text: string): Promise<ReadCursor> {
+async function resolveReadCursor(object: object, sessionId: SessionId, text: string): Promise<ReadCursor> {
   if (/^[0-9]+$/.test(text)) {
     const sequence = Number(text);
     if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(sequence)) {
@@ -139,7 +130,7 @@ export function eventRoutes(): RouteDefinition[] {
         const options: RpcAppendOptions = {};
         if (body.expectedLastSequence !== undefined) options.expectedLastSequence = body.expectedLastSequence;
         if (body.executionFence !== undefined) options.executionFence = fenceOf(body.executionFence);
-        return callObject(() => object.append(sessionId, body.events, options), writeOutcomeUnknown);
+        return appendThroughObject(object, sessionId, body.events, options);
       },
     }),
     defineSessionRoute({
@@ -160,12 +151,12 @@ export function eventRoutes(): RouteDefinition[] {
         const after = from?.sequence;
         if (query.waitMs !== undefined && query.waitMs > 0) {
           const waitMs = query.waitMs;
-          await callObject(() => object.waitForEvents(sessionId, after ?? null, waitMs), readFailed);
+          await callOperation(object, sessionId, 'waitForEvents', { after: after ?? null, waitMs });
         }
         const options: RpcReadOptions = {};
         if (after !== undefined) options.after = after;
         if (query.limit !== undefined) options.limit = query.limit;
-        const page = await callObject(() => object.read(sessionId, options), readFailed);
+        const page = await callOperation(object, sessionId, 'read', options);
         const last = page.events[page.events.length - 1];
         const nextCursor =
           last !== undefined
@@ -174,20 +165,6 @@ export function eventRoutes(): RouteDefinition[] {
               ? null
               : await cursorText(object, sessionId, from);
         return { events: page.events, nextCursor, headSequence: page.headSequence, hasMore: page.hasMore };
-      },
-    }),
-    defineSessionRoute({
-      method: 'get',
-      path: HTTP_PATHS.head,
-      operationId: 'getHeadSequence',
-      summary: 'The head sequence (null for an empty session)',
-      tags: ['events'],
-      scope: 'read',
-      response: { schema: headResponseSchema, description: 'The head.' },
-      errors: ['DURABLE_EVENT_INVALID_INPUT', 'DURABLE_EVENT_UNAVAILABLE'],
-      async handle({ sessionId, object }) {
-        const headSequence = await callObject(() => object.getHeadSequence(sessionId), readFailed);
-        return { headSequence };
       },
     }),
   ];

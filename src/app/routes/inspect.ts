@@ -24,6 +24,7 @@
 import { z } from 'zod';
 import type { SessionObjectAgentRpc } from '../../adapters/durable-object/agent-rpc.js';
 import { DurableObjectEventStore, type SessionObjectNamespaceLike } from '../../adapters/durable-object/durable-object-store.js';
+import { callOperation } from '../../adapters/durable-object/operation-client.js';
 import { OBJECT_LEASE_OWNER_PREFIX } from '../../edge/agent-host.js';
 import { ALL_INSPECTOR_SCOPES, type InspectorActionResult, type InspectorPermissionAction, type InspectorScope } from '../../inspector/backend.js';
 import { createInspectorApp } from '../../inspector/app.js';
@@ -55,7 +56,7 @@ function transportFailure(what: string): (cause: unknown) => DurableEventStoreEr
 /** See the module header: `null` when no agent of the object runs the session. */
 async function answerThroughAgent(env: InspectEnv, sessionId: SessionId, action: InspectorPermissionAction): Promise<InspectorActionResult | null> {
   const object = sessionObject(env.sessions, sessionId);
-  const lease = await callObject(() => object.inspectExecutionLease(sessionId), transportFailure('the lease inspection'));
+  const lease = await callOperation(object, sessionId, 'inspectExecutionLease', {});
   if (lease === null || !lease.ownerId.startsWith(OBJECT_LEASE_OWNER_PREFIX)) return null;
   // SAFETY: the binding is a SessionObject (or a subclass), which implements the agent RPC.
   const agent = object as unknown as SessionObjectAgentRpc;
