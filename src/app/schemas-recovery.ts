@@ -1,22 +1,12 @@
 /**
- * Zod schemas of the journal and recovery routes (`/commands`, `/projection`, `/recovery/*`).
- * The recovery request bodies are the inputs of their rows in `SESSION_OPERATIONS`
- * (`src/core/operations/`); the response schemas are here.
- *
- * Like `schemas.ts`, each schema serves twice: the route validates the request body with it
- * before anything reaches the session's object, and `openapi.ts` documents it. Request schemas
- * mirror the coordinator's strict argument checks (unknown keys refused, IDs checked, payload
- * values checked with the protocol's own schemas); the object checks everything again, as the
- * authority. Response schemas document the shapes the object returns: the projection and plan
- * list their main fields and allow the rest (they are documented in `projection-types.ts`).
- * An optional `executionFence` rides on every mutating body; the route passes it beside the
- * input, never inside it.
+ * Zod response schemas of the journal and recovery routes (`/commands`, `/projection`,
+ * `/recovery/*`), which `openapi.ts` documents. The request bodies are the inputs of their rows in
+ * `SESSION_OPERATIONS` (`src/core/operations/`). The projection and plan list their main fields
+ * and allow the rest (they are documented in `projection-types.ts`).
  */
 import { z } from 'zod';
 import { DURABLE_RECOVERY_ACTIONS } from '../core/projector/projection-types.js';
-import type { DurableJournalCommand } from '../core/journal/journal-options.js';
 import {
-  DURABLE_EVENT_TYPES,
   commandIdSchema,
   durableInputSchema,
   durableReasonSchema,
@@ -24,66 +14,18 @@ import {
   eventSequenceSchema,
   inputIdSchema,
   requestIdSchema,
-  safeParseDurableEventDraft,
   sessionIdSchema,
   turnIdSchema,
 } from '../protocol/events.js';
 import { jsonObjectSchema } from '../protocol/json.js';
-import { MAX_BATCH_EVENTS } from '../protocol/limits.js';
-import { recoveryCommandFields, type RecoveryResponseKind } from '../protocol/recovery-operations.js';
-import { durableEventEnvelopeSchema, executionFenceSchema } from './schemas.js';
+import type { RecoveryResponseKind } from '../protocol/recovery-operations.js';
+import { durableEventEnvelopeSchema } from './schemas.js';
 
 // ---- shared pieces ----
-
-/** Fields every mutating body accepts besides its own. */
-const commandFields = {
-  ...recoveryCommandFields,
-  executionFence: executionFenceSchema.optional(),
-};
 
 const looseRecord = z.record(z.string(), z.unknown());
 
 // ---- commands ----
-
-/** One draft of a command: a `DurableEventDraft` whose `commandId` may be omitted (the journal stamps it). */
-const commandEventDraftSchema = z
-  .looseObject({ type: z.enum(DURABLE_EVENT_TYPES), data: looseRecord, commandId: commandIdSchema.optional() })
-  .meta({
-    id: 'CommandEventDraft',
-    description:
-      'A DurableEventDraft (see that schema for each type) whose commandId may be omitted: the journal stamps the command id on every event.',
-  });
-
-export const commandRequestSchema = z
-  .strictObject({
-    ...commandFields,
-    events: z.array(commandEventDraftSchema).min(1).max(MAX_BATCH_EVENTS),
-  })
-  .superRefine((body, ctx) => {
-    body.events.forEach((event, index) => {
-      const own = event['commandId'];
-      if (own !== undefined && own !== body.commandId) {
-        ctx.addIssue({ code: 'custom', path: ['events', index, 'commandId'], message: 'differs from the command id' });
-        return;
-      }
-      const parsed = safeParseDurableEventDraft({ ...event, commandId: body.commandId });
-      if (!parsed.ok) ctx.addIssue({ code: 'custom', path: ['events', index], message: parsed.problem });
-    });
-  })
-  .meta({
-    id: 'CommandRequest',
-    description: 'One journal command: its events commit as one atomic batch, at most once per commandId.',
-  });
-
-/** The command of a validated body (the fence travels separately). */
-export function commandOf(body: z.output<typeof commandRequestSchema>): DurableJournalCommand {
-  return {
-    commandId: body.commandId,
-    // SAFETY: every event passed the protocol's strict draft schema (stamped) in superRefine.
-    events: body.events as unknown as DurableJournalCommand['events'],
-    ...(body.expectedHeadSequence === undefined ? {} : { expectedHeadSequence: body.expectedHeadSequence }),
-  };
-}
 
 export const commandResponseSchema = z
   .strictObject({

@@ -19,7 +19,7 @@
  *    lease, an unexpected error) the instance is dropped; the next call reopens it from the
  *    log, which inside the object is authoritative (a failed SQL transaction wrote nothing).
  */
-import type { PlanResumeResult, RpcJournalCallOptions, SessionProjectionResult } from '../adapters/durable-object/journal-rpc.js';
+import type { PlanResumeResult, RpcJournalCallOptions } from '../adapters/durable-object/journal-rpc.js';
 import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { DurableSessionJournal } from '../core/journal/journal.js';
 import type {
@@ -27,6 +27,7 @@ import type {
   DurableJournalCommand,
   DurableJournalExecutionLease,
 } from '../core/journal/journal-options.js';
+import type { SessionProjectionResult } from '../core/operations/journal-rows.js';
 import { DurableSessionRecoveryCoordinator } from '../core/recovery/coordinator.js';
 import type { DurableExecutionFence } from '../core/store.js';
 import {
@@ -74,6 +75,27 @@ function fenceOf(options: unknown): unknown {
   return (options as RpcJournalCallOptions).executionFence;
 }
 
+/** Only the three fence fields reach the gate (a lease record carries more). */
+function fenceFields(fence: unknown): unknown {
+  if (typeof fence !== 'object' || fence === null || Array.isArray(fence)) return fence;
+  const { leaseId, ownerId, fencingToken } = fence as DurableExecutionFence;
+  return { leaseId, ownerId, fencingToken };
+}
+
+/**
+ * The input and the call options of a row's input (an untrusted shape over RPC): its optional
+ * `executionFence` is split off, because the journal's and the coordinator's inputs are strict.
+ */
+export function splitFence(input: unknown): { input: unknown; options: RpcJournalCallOptions } {
+  if (typeof input !== 'object' || input === null || Array.isArray(input) || !('executionFence' in input)) {
+    return { input, options: {} };
+  }
+  const { executionFence, ...rest } = input as Record<string, unknown>;
+  // SAFETY: the gate checks the fence's shape at run time (DURABLE_EXECUTION_LEASE_INVALID).
+  const fence = fenceFields(executionFence) as DurableExecutionFence | undefined;
+  return { input: rest, options: fence === undefined ? {} : { executionFence: fence } };
+}
+
 /** Identity of a fence (only ever compared with other fence keys). */
 function fenceKey(fence: DurableExecutionFence): string {
   return JSON.stringify([fence.leaseId, fence.ownerId, fence.fencingToken]);
@@ -100,12 +122,17 @@ export class SessionJournalHost {
     this.#store = store;
   }
 
-  /** Commits one journal command (see `DurableSessionJournal.commit`). */
-  commit(sessionId: SessionId, command: DurableJournalCommand, options?: RpcJournalCallOptions): Promise<DurableCommitResult> {
+  /**
+   * Commits one journal command (see `DurableSessionJournal.commit`): the row's input, the command
+   * with an optional `executionFence` beside its fields.
+   */
+  commit(sessionId: SessionId, input: unknown): Promise<DurableCommitResult> {
+    const { input: command, options } = splitFence(input);
     return this.#enqueue(sessionId, async () => {
-      const slot = this.#gate(sessionId, fenceOf(options));
+      const slot = this.#gate(sessionId, options.executionFence);
       const journal = await this.#journalOf(slot, sessionId);
-      return this.#watch(slot, 'journal', () => journal.commit(command));
+      // SAFETY: the journal checks the command strictly at run time (DURABLE_SESSION_JOURNAL_INVALID).
+      return this.#watch(slot, 'journal', () => journal.commit(command as DurableJournalCommand));
     });
   }
 

@@ -59,9 +59,7 @@ import type {
   RecoveryResults,
   RpcJournalCallOptions,
   SessionObjectJournalRpc,
-  SessionProjectionResult,
 } from '../adapters/durable-object/journal-rpc.js';
-import type { DurableCommitResult, DurableJournalCommand } from '../core/journal/journal-options.js';
 import type { SessionAgentMount } from '../adapters/durable-object/agent-rpc.js';
 import { SessionAgentHost } from './agent-host.js';
 import { EventLogHost } from './log-host.js';
@@ -313,7 +311,10 @@ export class SessionObject
       () => this.#agent.afterRecovery(),
     ),
     // Commands and the projection, by the journal host next to the store.
-    journal: {},
+    journal: {
+      commit: (sessionId, input) => this.#journalHost().commit(sessionId, input),
+      projection: (sessionId) => this.#journalHost().projection(sessionId),
+    },
     // The durability records (the store's), and the durable tool calls the object runs (`durability.ts`).
     durability: {
       recordDurability: (sessionId, draft) => this.#store.durability.record(sessionId, draft),
@@ -353,19 +354,7 @@ export class SessionObject
     });
   }
 
-  // ---- RPC: journal commands, projection, recovery (see journal.ts) -----------
-
-  async commit(
-    sessionId: string,
-    command: DurableJournalCommand,
-    options?: RpcJournalCallOptions,
-  ): Promise<RpcResult<DurableCommitResult>> {
-    return toRpcResult(() => this.#journalHost().commit(this.bindSession(sessionId), command, options));
-  }
-
-  async projection(sessionId: string): Promise<RpcResult<SessionProjectionResult>> {
-    return toRpcResult(() => this.#journalHost().projection(this.bindSession(sessionId)));
-  }
+  // ---- RPC: recovery (see journal.ts) -------------------------------------------------------
 
   /**
    * Runs one recovery operation: the row `operation` of `SESSION_OPERATIONS` (host `recovery`),
@@ -469,8 +458,10 @@ function installPositionalOperations(prototype: SessionObject): void {
     Object.defineProperty(prototype, name, {
       configurable: true,
       writable: true,
-      value: function (this: SessionObject, sessionId: string, ...args: unknown[]) {
-        return this.operation(sessionId, name, toInput(...args));
+      value: async function (this: SessionObject, sessionId: string, ...args: unknown[]) {
+        // Arguments the row refuses (unknown options...) are answered with an envelope too.
+        const input = await toRpcResult(() => toInput(...args));
+        return input.ok ? this.operation(sessionId, name, input.value) : input;
       },
     });
   }

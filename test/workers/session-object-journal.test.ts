@@ -19,6 +19,7 @@ import {
   type SessionProjectionResult,
 } from '../../src/adapters/durable-object/journal-rpc.js';
 import { unwrapRpcResult } from '../../src/adapters/durable-object/rpc.js';
+import { sessionClient } from '../../src/adapters/durable-object/session-client.js';
 import type { SqlDurableEventStore } from '../../src/adapters/sql/sql-store.js';
 import type { DurableCommitResult, DurableJournalCommand } from '../../src/core/journal/index.js';
 import type { DurableSessionRecoveryCoordinator } from '../../src/core/recovery/index.js';
@@ -187,6 +188,18 @@ describe('SessionObject.commit', () => {
       error: { code: 'DURABLE_EVENT_INVALID_INPUT' },
     });
     expect(await store.getHeadSequence(sessionId)).toBeNull();
+  });
+
+  it('reports a commit whose answer is lost as an unknown outcome of that command (sessionClient)', async () => {
+    const sessionId = freshSessionId('journal-lost');
+    const session = sessionClient(env.SESSIONS, sessionId);
+    // SAFETY: a value Workers RPC cannot serialize: the call fails in transit, before the object runs it.
+    const unsendable = Symbol('unsendable') as unknown as string;
+    const lost = { commandId: CommandId('lost'), events: [{ type: 'session_created', data: { source: unsendable } }] } as DurableJournalCommand;
+    const error = await rejectionOf(session.commit(lost));
+    expect(error).toBeInstanceOf(DurableCommandOutcomeUnknownError);
+    expect(error).toMatchObject({ code: 'DURABLE_COMMAND_OUTCOME_UNKNOWN', details: { commandId: 'lost' } });
+    expect(await session.projection()).toMatchObject({ headSequence: null });
   });
 });
 

@@ -6,6 +6,8 @@
  * Worker holding the binding) gets command idempotency, preview, head pinning and the recovery
  * rules in one round trip instead of one per store call.
  *
+ * - `commit` and `projection` are rows of `SESSION_OPERATIONS` (`src/core/operations/journal-rows.ts`),
+ *   served through the object's positional methods of their names.
  * - Recovery operations are the rows of `RECOVERY_OPERATIONS` (src/protocol/recovery-operations.ts),
  *   named like the coordinator methods; each input and result type is the method's own. `recover`
  *   runs the row of that name of `SESSION_OPERATIONS` through the object's `operation` entry.
@@ -14,14 +16,14 @@
  * - A fence (`executionFence`) travels beside the input, never inside it: the coordinator's
  *   inputs are strict and refuse unknown keys.
  */
-import type { DurableCommitResult, DurableJournalCommand } from '../../core/journal/journal-options.js';
-import type { DurableRecoveryPlan, DurableSessionProjection } from '../../core/projector/projection-types.js';
 import type { DurableSessionRecoveryCoordinator } from '../../core/recovery/coordinator.js';
 import type { DurableResumeDecision } from '../../core/recovery/coordinator-types.js';
 import type { DurableExecutionFence } from '../../core/store.js';
 import type { EventSequence } from '../../protocol/ids.js';
 import type { RecoveryMutation, RecoveryOperation } from '../../protocol/recovery-operations.js';
-import type { RpcResult } from './rpc.js';
+import type { RpcResult, SessionObjectPositionalRpc } from './rpc.js';
+
+export type { SessionProjectionResult } from '../../core/operations/journal-rows.js';
 
 /** Result of `planResume`: the coordinator's decision and the head it was taken on. */
 export type PlanResumeResult = DurableResumeDecision & { headSequence: EventSequence | null };
@@ -48,29 +50,11 @@ export interface RpcJournalCallOptions {
   executionFence?: DurableExecutionFence | undefined;
 }
 
-/** Result of `projection`: the session's folded state, its recovery plan and their head. */
-export interface SessionProjectionResult {
-  projection: DurableSessionProjection;
-  recoveryPlan: DurableRecoveryPlan;
-  headSequence: EventSequence | null;
-}
-
 /**
  * The journal and recovery methods of the per-session object. Like every SessionObject method,
  * each names the session it means; the object serves exactly one session.
  */
-export interface SessionObjectJournalRpc {
-  /**
-   * Commits one journal command (idempotent by `commandId`, previewed, optionally head-pinned).
-   * Subscribers of the session receive the committed events like any append's.
-   */
-  commit(
-    sessionId: string,
-    command: DurableJournalCommand,
-    options?: RpcJournalCallOptions,
-  ): Promise<RpcResult<DurableCommitResult>>;
-  /** The projection, recovery plan and head, refreshed to the log's current head. */
-  projection(sessionId: string): Promise<RpcResult<SessionProjectionResult>>;
+export interface SessionObjectJournalRpc extends Pick<SessionObjectPositionalRpc, 'commit' | 'projection'> {
   /** Runs one recovery operation through the object's coordinator. */
   recover<O extends RecoveryOperation>(
     sessionId: string,

@@ -6,8 +6,8 @@
  * transport detail: {@link sessionClient} binds one session, unwraps every answer and rethrows
  * failures as the original error classes with their codes. A call that fails in transit (object
  * reset, overload) throws the error of an uncertain outcome:
- * - `commit` and the recovery commands (`recover`, through `callOperation`):
- *   `DurableCommandOutcomeUnknownError` (resubmit the same command);
+ * - commands (`commit`, `recover`: rows of kind `command` in `SESSION_OPERATIONS`, run through
+ *   `callOperation`): `DurableCommandOutcomeUnknownError` (resubmit the same command);
  * - lease writes (`acquireExecutionLease`, renew, release, assert): `DURABLE_EXECUTION_LEASE_TIMEOUT`
  *   with the `leaseId` (the rule of their rows in `SESSION_OPERATIONS`, see `operation-client.ts`);
  * - other writes (`append`, durability writes): `DURABLE_EVENT_WRITE_FAILED`;
@@ -20,10 +20,10 @@
  * const { recoveryPlan } = await session.projection();
  * await session.recover('resolvePermission', { commandId, permissionRequestId, decision: 'allow' });
  */
-import { DurableCommandOutcomeUnknownError, DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
+import { DurableEventStoreError, type DurableError } from '../../protocol/errors.js';
 import type { DurableAppendResult } from '../../core/store.js';
 import type { DurableEventDraft } from '../../protocol/events.js';
-import type { CommandId, SessionId } from '../../protocol/ids.js';
+import type { SessionId } from '../../protocol/ids.js';
 import { isRecoveryOperation, type RecoveryOperation } from '../../protocol/recovery-operations.js';
 import type { SessionObjectNamespaceLike } from './durable-object-store.js';
 import type { RecoveryInputs, RecoveryResults, RpcJournalCallOptions, SessionObjectJournalRpc } from './journal-rpc.js';
@@ -62,21 +62,7 @@ export type SessionObjectClient = {
   ): Promise<RecoveryResults[O]>;
 };
 
-function commandIdOf(value: unknown): CommandId | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const id = (value as { commandId?: unknown }).commandId;
-  // SAFETY: only used in an error message and its details.
-  return typeof id === 'string' ? (id as CommandId) : undefined;
-}
-
-function transportFailure(method: string, args: readonly unknown[], cause: unknown): DurableError {
-  const commandId = method === 'commit' ? commandIdOf(args[0]) : undefined;
-  if (commandId !== undefined) {
-    return new DurableCommandOutcomeUnknownError(
-      `${method}: the session object did not answer; the outcome of command ${commandId} is unknown (resubmit the same command to reconcile)`,
-      { cause, details: { commandId } },
-    );
-  }
+function transportFailure(method: string, cause: unknown): DurableError {
   return new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `${method}: the session object did not answer`, { cause });
 }
 
@@ -116,7 +102,7 @@ export function sessionClient(namespace: SessionObjectNamespaceLike, sessionId: 
         // A member call: on a Workers RPC stub, `stub[method].call(...)` would name a remote `call`.
         result = await stub[method]!(sessionId, ...args);
       } catch (cause) {
-        throw transportFailure(method, args, cause);
+        throw transportFailure(method, cause);
       }
       return unwrapRpcResult(result);
     };

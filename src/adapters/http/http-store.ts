@@ -58,7 +58,7 @@ import type { DurableEventDraft } from '../../protocol/events.js';
 import type { EventId, EventSequence, SessionId } from '../../protocol/ids.js';
 import { MAX_DURABLE_STORE_TIMEOUT_MS, MAX_READ_LIMIT } from '../../protocol/limits.js';
 import { errorFromProblemResponse } from './problem.js';
-import { commandFailures, isRecord, malformed, operationFailures, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
+import { isRecord, malformed, operationFailures, sessionPath, storeFailures, type FailureKinds } from './request-helpers.js';
 import {
   recoveryRowInput,
   SESSION_OPERATIONS,
@@ -412,31 +412,14 @@ export class HttpDurableEventStore
     command: DurableJournalCommand,
     options: HttpJournalCallOptions = {},
   ): Promise<DurableCommitResult> {
-    const id = checkSessionId(sessionId);
-    const result = await this.#request({
-      method: 'POST',
-      path: sessionPath(HTTP_PATHS.commands, id),
-      body: { ...command, ...(options.executionFence === undefined ? {} : { executionFence: options.executionFence }) },
-      signal: options.signal,
-      failures: commandFailures('commit', command?.commandId),
-    });
-    if (!isRecord(result) || typeof result['status'] !== 'string') throw malformed('commit');
-    // SAFETY: shape checked above; the Worker sends the journal's result unchanged.
-    return result as unknown as DurableCommitResult;
+    const fence = options.executionFence === undefined ? undefined : { executionFence: options.executionFence };
+    // SAFETY: the Worker's route validates the body (the row's input) and answers with its code.
+    return this.#operation('commit', sessionId, recoveryRowInput(command, fence) as never, options.signal);
   }
 
   /** The session's projection, recovery plan and head, computed inside its object (`GET /projection`). */
   async projection(sessionId: SessionId, options: DurableStoreCallOptions = {}): Promise<SessionProjectionResult> {
-    const id = checkSessionId(sessionId);
-    const result = await this.#request({
-      method: 'GET',
-      path: sessionPath(HTTP_PATHS.projection, id),
-      signal: options.signal,
-      failures: storeFailures('DURABLE_EVENT_UNAVAILABLE', 'projection'),
-    });
-    if (!isRecord(result) || !isRecord(result['projection'])) throw malformed('projection');
-    // SAFETY: shape checked above; the Worker sends the object's projection result unchanged.
-    return result as unknown as SessionProjectionResult;
+    return this.#operation('projection', sessionId, {}, options.signal);
   }
 
   /**

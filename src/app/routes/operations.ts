@@ -4,13 +4,14 @@
  * query string, `POST`: as the JSON body), OpenAPI entry and route-table line. The handler runs
  * the row through the one RPC client, whose transport-failure rule comes from the row's kind.
  *
- * The recovery rows take two things from the HTTP layer that the protocol cannot hold: the exact
- * response schema of each `RecoveryResponseKind` (`schemas-recovery.ts`), and, for a body the
- * row's schema refuses, the coordinator's own argument check, so that the answer carries the
- * coordinator's exact error.
+ * The journal and recovery rows take two things from the HTTP layer that the core cannot hold:
+ * the exact response schema (`schemas-recovery.ts`), and, for a body the row's schema refuses,
+ * the journal's or the coordinator's own argument check, so that the answer carries its exact
+ * error.
  */
 import type { z } from 'zod';
 import { callOperation } from '../../adapters/durable-object/operation-client.js';
+import { prepareCommand } from '../../core/journal/journal-options.js';
 import { RECOVERY_INPUT_PARSERS } from '../../core/recovery/input-parsers.js';
 import {
   OPERATION_NAMES,
@@ -18,12 +19,13 @@ import {
   type OperationName,
   type OperationSpec,
 } from '../../core/operations/operations.js';
+import { DurableExecutionLeaseError } from '../../protocol/errors.js';
 import { RECOVERY_OPERATIONS, isRecoveryMutation, isRecoveryOperation } from '../../protocol/recovery-operations.js';
 import { TOKEN_SCOPES, type TokenScope } from '../auth.js';
 import { MAX_REQUEST_BODY_BYTES } from '../body.js';
 import { defineSessionRoute, type RouteDefinition } from '../route-kit.js';
-import { RECOVERY_RESPONSE_SCHEMAS } from '../schemas-recovery.js';
-import { withoutFence } from './journal.js';
+import { commandResponseSchema, projectionResponseSchema, RECOVERY_RESPONSE_SCHEMAS } from '../schemas-recovery.js';
+import { executionFenceSchema } from '../schemas.js';
 
 /** What a group of routes adds to its rows (see the module header). */
 interface RouteExtras {
@@ -91,11 +93,38 @@ export function operationRoutes(tag: string, extras: RouteExtras = {}): RouteDef
   }).map((name) => operationRoute(name, extras));
 }
 
+/**
+ * Splits the optional `executionFence` off a raw body: throws `DURABLE_EXECUTION_LEASE_INVALID`
+ * for a malformed fence, and returns the rest for the core's own argument check.
+ */
+function withoutFence(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const { executionFence, ...rest } = raw as Record<string, unknown>;
+  if (executionFence !== undefined && !executionFenceSchema.safeParse(executionFence).success) {
+    throw new DurableExecutionLeaseError('DURABLE_EXECUTION_LEASE_INVALID', 'executionFence is malformed');
+  }
+  return rest;
+}
+
 /** Execution-lease routes: acquire, renew (heartbeat), release, assert, inspect. */
 export const leaseRoutes = (): RouteDefinition[] => operationRoutes('lease');
 
 /** Event-log reads of the table (the per-event digests); the streaming event routes are in `events.ts`. */
 export const eventOperationRoutes = (): RouteDefinition[] => operationRoutes('events');
+
+/**
+ * Journal routes: `POST .../commands` commits one command inside the session's object (previewed,
+ * head-pinned or following the head; `committed`, `replayed` or `reconciled`; a lost answer is
+ * `DURABLE_COMMAND_OUTCOME_UNKNOWN`: resubmit the same command), `GET .../projection` answers the
+ * projection, its recovery plan and the head they were folded to.
+ */
+export const journalRoutes = (): RouteDefinition[] =>
+  operationRoutes('journal', {
+    responseSchema: (name) => (name === 'commit' ? commandResponseSchema : name === 'projection' ? projectionResponseSchema : undefined),
+    explainBodyFailure: (name, raw) => {
+      if (name === 'commit') prepareCommand(withoutFence(raw));
+    },
+  });
 
 /**
  * Recovery routes: `POST /v1/sessions/{sessionId}/recovery/<segment>` per recovery command and
