@@ -98,8 +98,13 @@ describe("the owner's timers", () => {
       (record) => record.kind === 'sleep',
     );
     // The sleep deadline is later than the owner's first timer: the alarm stays where it was.
-    expect(await api.currentAlarm()).toBe(now + 150);
-    expect((await api.listTimers()).map((timer) => timer.key)).toEqual(['early', 'late']);
+    // On a busy machine the first timer may have fired by now (the alarm then moved on by
+    // itself): the check applies while it is pending. A lost alarm shows below (both must fire).
+    const state = await api.timerState();
+    if (!state.fired.includes('early')) {
+      expect(state.alarm).toBe(now + 150);
+      expect(state.pending).toEqual(['early', 'late']);
+    }
 
     await until(() => api.timerFirings(), (f) => f.length >= 2, 'both owner timers');
     expect(await api.timerFirings()).toEqual([
