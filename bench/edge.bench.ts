@@ -20,8 +20,9 @@
  * alternately (swapping which goes first), so load drift hits both alike; the ratio is the median
  * of the per-pair ratios (subject / baseline, lower is better). Afterwards the 1,000-event append
  * is broken down by stage (`bench/edge/worker/profile-object.ts`), and so is the 1-event append
- * when target 1 or 2 is missed. Storage is SQLite on disk in a temporary directory, as with
- * `wrangler dev`; `EDGE_BENCH_PERSIST=memory` keeps it in memory instead. Takes about a minute.
+ * when target 1 or 2 is missed or `EDGE_BENCH_BREAKDOWN=1` is set. Storage is SQLite on disk in
+ * a temporary directory, as with `wrangler dev`; `EDGE_BENCH_PERSIST=memory` keeps it in memory
+ * instead. Takes about a minute.
  */
 import os from 'node:os';
 import { benchDraft } from './edge/bench-event.js';
