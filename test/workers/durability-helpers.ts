@@ -27,6 +27,7 @@ export interface AgentStub
   instanceId(): Promise<string>;
   timerFirings(): Promise<Array<{ key: string; payload: string }>>;
   currentAlarm(): Promise<number | null>;
+  timerState(): Promise<{ alarm: number | null; pending: string[]; fired: string[] }>;
   abortInstance(): Promise<void>;
   scheduleTimer(key: string, dueMs: number, payload?: JsonValue): Promise<void>;
   cancelTimer(key: string): Promise<boolean>;

@@ -22,17 +22,16 @@
  * agent holds.
  */
 import { z } from 'zod';
-import type { SessionObjectAgentRpc } from '../../adapters/durable-object/agent-rpc.js';
 import { DurableObjectEventStore, type SessionObjectNamespaceLike } from '../../adapters/durable-object/durable-object-store.js';
 import { callOperation } from '../../adapters/durable-object/operation-client.js';
 import { OBJECT_LEASE_OWNER_PREFIX } from '../../edge/agent-host.js';
 import { ALL_INSPECTOR_SCOPES, type InspectorActionResult, type InspectorPermissionAction, type InspectorScope } from '../../inspector/backend.js';
 import { createInspectorApp } from '../../inspector/app.js';
 import { authenticate, type AuthSecrets } from '../auth.js';
-import { DurableEventStoreError, type DurableErrorCode } from '../../protocol/errors.js';
+import type { DurableErrorCode } from '../../protocol/errors.js';
 import type { SessionId } from '../../protocol/ids.js';
 import { HttpStatus } from '../http-errors.js';
-import { callObject, sessionObject } from '../session-rpc.js';
+import { sessionObject } from '../session-rpc.js';
 import { defineRoute, type AppContext, type RouteDefinition, type RouteSpec } from '../route-kit.js';
 
 const SCOPE_MAP: Readonly<Record<string, InspectorScope>> = {
@@ -48,26 +47,16 @@ interface InspectEnv {
   sessions: SessionObjectNamespaceLike;
 }
 
-function transportFailure(what: string): (cause: unknown) => DurableEventStoreError {
-  return (cause) =>
-    new DurableEventStoreError('DURABLE_EVENT_UNAVAILABLE', `the session object did not answer ${what}`, { cause });
-}
-
 /** See the module header: `null` when no agent of the object runs the session. */
 async function answerThroughAgent(env: InspectEnv, sessionId: SessionId, action: InspectorPermissionAction): Promise<InspectorActionResult | null> {
   const object = sessionObject(env.sessions, sessionId);
   const lease = await callOperation(object, sessionId, 'inspectExecutionLease', {});
   if (lease === null || !lease.ownerId.startsWith(OBJECT_LEASE_OWNER_PREFIX)) return null;
-  // SAFETY: the binding is a SessionObject (or a subclass), which implements the agent RPC.
-  const agent = object as unknown as SessionObjectAgentRpc;
-  const receipt = await callObject(
-    () =>
-      agent.answerPermission(sessionId, action.permissionRequestId, {
-        decision: action.decision,
-        ...(action.message === undefined ? {} : { message: action.message }),
-      }),
-    transportFailure('the permission answer (it may have been stored)'),
-  );
+  // A lost answer is DURABLE_EVENT_WRITE_FAILED: the answer may have been stored.
+  const receipt = await callOperation(object, sessionId, 'answerPermission', {
+    permissionRequestId: action.permissionRequestId,
+    answer: { decision: action.decision, ...(action.message === undefined ? {} : { message: action.message }) },
+  });
   return {
     ok: true,
     message: receipt.created ? `resolve-permission: ${receipt.decision} (the agent goes on)` : `resolve-permission: already answered ${receipt.decision}`,
