@@ -1,7 +1,7 @@
 /**
  * The edge benchmark's Worker (`bench/edge/worker/`) does what the benchmark claims it measures,
  * so a refactor cannot quietly turn a timed loop into a no-op. No timing is asserted.
- * - every loop kind (subject, subject-direct, subject-json, bare, bare-broadcast, each profile stage) runs and
+ * - every loop kind (subject, subject-json, bare, bare-broadcast, each profile stage) runs and
  *   reports its iteration count; the subject loops really append (the head moves);
  * - the bare Worker->object fetch inserts one row; the bare broadcast reaches a hibernating
  *   WebSocket with exactly the inserted row;
@@ -41,7 +41,7 @@ async function head(sessionId: string): Promise<number | null> {
 
 describe('edge bench Worker', () => {
   it('runs the subject loops as real appends through SessionObject', async () => {
-    for (const kind of ['subject', 'subject-direct', 'subject-json']) {
+    for (const kind of ['subject', 'subject-json']) {
       const session = `bench-test-${kind}`;
       const response = await loop(kind, session, 2, 3);
       expect(response.status, kind).toBe(200);

@@ -37,7 +37,7 @@ const recoveryResultSchema = z.record(z.string(), z.unknown());
  * optional `executionFence`, which the host passes beside the input (the coordinator's inputs are
  * strict). `planResume` takes none (a fence, when given, is checked and unused).
  */
-interface RecoveryRow extends OperationSpec {
+export interface RecoveryRow extends OperationSpec {
   readonly kind: 'command' | 'read';
   readonly host: 'recovery';
   readonly input: z.ZodType<Record<string, unknown>>;
