@@ -13,7 +13,7 @@
  *    policy vs with checkpoints off, on a session that already holds HISTORY events (half on
  *    memory and HTTP), on memory, SQLite, JSONL, PostgreSQL (a throwaway server, one schema per
  *    store) and the HTTP client (`tp-http`: the local Worker on workerd,
- *    one session and so one object per store; target: at most 5% slower). Three sides, each on a
+ *    one session and so one object per store; target: at most 5% slower, information on memory). Three sides, each on a
  *    store (and file) of its own: 'with' (default policy), 'off-a' and 'off-b' (none). The run is
  *    cut into periods of 820 commits per side, one checkpoint period of the default policy, so
  *    every 'with' period pays for exactly one checkpoint write, whole (each turn waits for the writes
@@ -365,7 +365,8 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   results.push({
     name: `${backend.name}: commit throughput, checkpoints on / off, wall time (${what})`,
     ratio: median(withWall),
-    target: 1.05,
+    // The memory store keeps nothing across a restart: its checkpoint cost is information only.
+    target: backend.name === 'memory' ? NaN : 1.05,
     detail: `median of per-period ratios, quartiles ${spread(withWall)}; median period ${perSecond(withSide.wall)} vs ${perSecond(offA.wall)} events/s`,
   });
   results.push({

@@ -14,7 +14,8 @@
  *    event batches through its own ledger (one append per committed batch); each side runs 10
  *    turns (or their batches) in one RPC timed in the Worker, pairs alternating; ratio of the
  *    totals over all pairs (workerd's clock moves only at I/O: one turn alone reads as whole
- *    milliseconds). Target <= 1.5x.
+ *    milliseconds). Information only: a whole turn against only the writes of its events (a
+ *    retired target, docs/performance.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -196,10 +197,16 @@ try {
       `${turns.subject.toFixed(3)} ms`,
       `${turns.baseline.toFixed(3)} ms`,
       turns.ratio,
-      1.5,
+      // A whole turn against only the writes of its events: information (a retired target,
+      // docs/performance.md).
+      NaN,
     ],
   ] as const;
   for (const [name, subject, baseline, ratio, target] of rows) {
+    if (Number.isNaN(target)) {
+      console.log(`${name}\n  subject ${subject}  baseline ${baseline}  ratio ${ratio.toFixed(2)}x  information`);
+      continue;
+    }
     const pass = ratio <= target;
     failed ||= !pass;
     console.log(`${name}\n  subject ${subject}  baseline ${baseline}  ratio ${ratio.toFixed(2)}x  target <= ${target}x  ${pass ? 'PASS' : 'MISS'}`);

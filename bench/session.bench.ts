@@ -6,8 +6,8 @@
  * 1. one Request of a Session with a zero-latency scripted model (a Turn with one tool call, then
  *    the answer: 16 events including `session_created`) vs appending the very same batches
  *    directly (`append` with the compare-and-append precondition, one call per command, as the
- *    Session's journal commits them). Target <= 1.5x: the runtime's own work stays small next to
- *    persistence. Two information lines per backend show what no Session can go below: the same
+ *    Session's journal commits them). Target <= 1.5x on JSONL and SQLite: the runtime's own work
+ *    stays small next to persistence (on memory, where appends cost next to nothing, information). Two information lines per backend show what no Session can go below: the same
  *    commands through a bare `DurableSessionJournal`, and the model's calls plus the tool alone.
  * 2. `resumeSession` of a 10,000-event session vs reading the same 10,000 events in 1,000-event
  *    pages. Target <= 2x. Twice: with a projection checkpoint at the head, as a live Session's
@@ -215,7 +215,9 @@ async function benchTurn(backend: Backend): Promise<void> {
     subject: `${fmt(subjectMs / count, 3)} ms/request`,
     baseline: `${fmt(baselineMs / count, 3)} ms/request`,
     ratio: subjectMs / baselineMs,
-    target: 1.5,
+    // On the memory store the appends cost next to nothing, so the ratio measures the runtime
+    // against a floor no user meets: information only (docs/performance.md, retired targets).
+    target: backend.name === 'memory' ? NaN : 1.5,
   });
   await store.close?.();
 }
@@ -288,13 +290,21 @@ async function benchResume(backend: Backend, drafts: readonly DurableEventDraft[
 
 function printTable(): boolean {
   const header = ['benchmark', 'session', 'baseline', 'ratio', 'target', 'result'];
-  const body = rows.map((row) => [row.name, row.subject, row.baseline, `${row.ratio.toFixed(2)}x`, `<= ${row.target}x`, row.ratio <= row.target ? 'PASS' : 'MISS']);
+  const informational = (row: Row): boolean => Number.isNaN(row.target);
+  const body = rows.map((row) => [
+    row.name,
+    row.subject,
+    row.baseline,
+    `${row.ratio.toFixed(2)}x`,
+    informational(row) ? '-' : `<= ${row.target}x`,
+    informational(row) ? 'info' : row.ratio <= row.target ? 'PASS' : 'MISS',
+  ]);
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)));
   const render = (cells: string[]): string => cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ');
   console.log(render(header));
   console.log(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const cells of body) console.log(render(cells));
-  return rows.every((row) => row.ratio <= row.target);
+  return rows.every((row) => informational(row) || row.ratio <= row.target);
 }
 
 const started = performance.now();
