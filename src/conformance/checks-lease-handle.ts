@@ -42,13 +42,11 @@ type Check = ConformanceCheck<DurableEventStore>;
 type Ctx = ConformanceContext<DurableEventStore>;
 
 /**
- * TTL of the handles these checks hold: long enough for a remote or file-backed store to answer,
- * and for a heartbeat delayed by a loaded machine (up to TTL minus one period, 1.75 s) not to fail
- * a healthy handle.
+ * Default TTL of the handles these checks hold (`leaseHandleTtlMs`; heartbeats every eighth):
+ * long enough for a local or file-backed store to answer, and for a heartbeat delayed by a loaded
+ * machine (up to TTL minus one period, 1.75 s) not to fail a healthy handle.
  */
 const HANDLE_TTL_MS = 2_000;
-/** Heartbeat period of those handles. */
-const HANDLE_HEARTBEAT_MS = 250;
 
 /** A lease method a {@link LeaseFaultStore} can disturb. */
 type LeaseMethod = 'acquire' | 'renew' | 'release' | 'assert';
@@ -178,11 +176,18 @@ function waitFor(time: TimeSource, ms: number, signal: AbortSignal | undefined):
   });
 }
 
-function acquireHandle(store: DurableSessionStore, sessionId: SessionId, owner: string, extra: { storeTimeoutMs?: number; leaseId?: string } = {}) {
+/** The TTL and heartbeat of the run's lease handles (`leaseHandleTtlMs`, heartbeat an eighth of it). */
+function handleTiming(ctx: Ctx): { ttlMs: number; heartbeatMs: number } {
+  const ttlMs = ctx.options.leaseHandleTtlMs ?? HANDLE_TTL_MS;
+  return { ttlMs, heartbeatMs: Math.max(1, Math.floor(ttlMs / 8)) };
+}
+
+function acquireHandle(ctx: Ctx, store: DurableSessionStore, sessionId: SessionId, owner: string, extra: { storeTimeoutMs?: number; leaseId?: string } = {}) {
+  const { ttlMs, heartbeatMs } = handleTiming(ctx);
   return DurableExecutionLease.acquire(store, sessionId, {
     ownerId: WorkerId(owner),
-    ttlMs: HANDLE_TTL_MS,
-    heartbeatIntervalMs: HANDLE_HEARTBEAT_MS,
+    ttlMs,
+    heartbeatIntervalMs: heartbeatMs,
     ...extra,
   });
 }
@@ -191,8 +196,9 @@ async function appendWith(ctx: Ctx, sessionId: SessionId, label: string, fence?:
   return ctx.store.append(sessionId, [markerDraft(label)], fence === undefined ? {} : { executionFence: fence });
 }
 
-async function signalAborted(lease: DurableExecutionLease, what: string): Promise<unknown> {
-  await eventually(() => lease.signal.aborted, what);
+/** Waits for the handle's signal to abort: within its TTL plus the usual bound. */
+async function signalAborted(ctx: Ctx, lease: DurableExecutionLease, what: string): Promise<unknown> {
+  await eventually(() => lease.signal.aborted, what, handleTiming(ctx).ttlMs + 5_000);
   return lease.signal.reason;
 }
 
@@ -202,15 +208,15 @@ const heartbeatOutlivesTtl: Check = {
   async run(ctx) {
     const store = new LeaseFaultStore(leaseStoreOf(ctx));
     const sessionId = ctx.newSessionId();
-    const lease = await acquireHandle(store, sessionId, 'handle-a');
+    const lease = await acquireHandle(ctx, store, sessionId, 'handle-a');
     assertEqual(lease.fence.fencingToken, 1, 'first token');
-    await sleep(HANDLE_TTL_MS * 2 + HANDLE_HEARTBEAT_MS);
+    await sleep(handleTiming(ctx).ttlMs * 2 + handleTiming(ctx).heartbeatMs);
     assert(!lease.signal.aborted, `the handle failed: ${describeValue(lease.signal.reason)}`);
     assert(store.callsOf('renew').length >= 3, `expected at least 3 heartbeats, saw ${store.callsOf('renew').length}`);
     const record = await store.inspectExecutionLease(sessionId);
     assertEqual(record?.leaseId, lease.fence.leaseId, 'lease after two TTLs');
     assertEqual(record?.fencingToken, 1, 'token after two TTLs');
-    await expectCode(acquireHandle(store, sessionId, 'handle-b'), 'DURABLE_EXECUTION_LEASE_CONFLICT', 'second owner');
+    await expectCode(acquireHandle(ctx, store, sessionId, 'handle-b'), 'DURABLE_EXECUTION_LEASE_CONFLICT', 'second owner');
     await lease.withExecutionLease((fence) => appendWith(ctx, sessionId, 'under-lease', fence));
     await lease.release();
   },
@@ -222,7 +228,7 @@ const ownersRace: Check = {
   async run(ctx) {
     const store = leaseStoreOf(ctx);
     const sessionId = ctx.newSessionId();
-    const results = await Promise.allSettled([0, 1, 2, 3].map((i) => acquireHandle(store, sessionId, `racer-${i}`)));
+    const results = await Promise.allSettled([0, 1, 2, 3].map((i) => acquireHandle(ctx, store, sessionId, `racer-${i}`)));
     const winners = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     assertEqual(winners.length, 1, 'winning handles');
     for (const result of results) {
@@ -240,12 +246,12 @@ const releaseThenTakeover: Check = {
   async run(ctx) {
     const store = leaseStoreOf(ctx);
     const sessionId = ctx.newSessionId();
-    const a = await acquireHandle(store, sessionId, 'handle-a');
+    const a = await acquireHandle(ctx, store, sessionId, 'handle-a');
     await appendWith(ctx, sessionId, 'a-1', a.fence);
     await Promise.all([a.release(), a.release()]);
     await a.release();
     assertEqual((a.signal.reason as { code?: unknown }).code, 'DURABLE_EXECUTION_LEASE_LOST', 'released handle signal');
-    const b = await acquireHandle(store, sessionId, 'handle-b');
+    const b = await acquireHandle(ctx, store, sessionId, 'handle-b');
     assertEqual(b.fence.fencingToken, a.fence.fencingToken + 1, 'token after release and takeover');
     await expectCode(appendWith(ctx, sessionId, 'a-stale', a.fence), 'DURABLE_EXECUTION_LEASE_LOST', 'stale fence');
     await expectCode(appendWith(ctx, sessionId, 'unfenced'), 'DURABLE_EXECUTION_LEASE_REQUIRED', 'unfenced append');
@@ -271,17 +277,17 @@ const stalledHolderTakenOver: Check = {
   async run(ctx) {
     const store = new LeaseFaultStore(leaseStoreOf(ctx));
     const sessionId = ctx.newSessionId();
-    const a = await acquireHandle(store, sessionId, 'handle-a');
+    const a = await acquireHandle(ctx, store, sessionId, 'handle-a');
     store.faults.renew = { kind: 'hang' };
-    const reason = await signalAborted(a, 'local expiry of a holder whose renewal hangs');
+    const reason = await signalAborted(ctx, a, 'local expiry of a holder whose renewal hangs');
     const code = (reason as { code?: unknown }).code;
     assert(
       code === 'DURABLE_EXECUTION_LEASE_LOST' || code === 'DURABLE_EXECUTION_LEASE_TIMEOUT',
       `the handle failed with ${describeValue(reason)}`,
     );
-    await ctx.elapse(HANDLE_TTL_MS);
+    await ctx.elapse(handleTiming(ctx).ttlMs);
     await expectCode(appendWith(ctx, sessionId, 'unfenced'), 'DURABLE_EXECUTION_LEASE_REQUIRED', 'sticky after expiry');
-    const b = await acquireHandle(store, sessionId, 'handle-b');
+    const b = await acquireHandle(ctx, store, sessionId, 'handle-b');
     assertEqual(b.fence.fencingToken, a.fence.fencingToken + 1, 'token after takeover');
     await expectCode(appendWith(ctx, sessionId, 'a-stale', a.fence), 'DURABLE_EXECUTION_LEASE_LOST', 'stale fence');
     await b.withExecutionLease((fence) => appendWith(ctx, sessionId, 'b-1', fence));
@@ -298,7 +304,7 @@ const uncertainAcquisition: Check = {
       const store = new LeaseFaultStore(inner);
       const sessionId = ctx.newSessionId();
       store.faults.acquire = { kind: 'delay', ms: 400 };
-      const error = await expectRejection(acquireHandle(store, sessionId, 'handle-a', { storeTimeoutMs: 100 }), 'slow acquisition');
+      const error = await expectRejection(acquireHandle(ctx, store, sessionId, 'handle-a', { storeTimeoutMs: 100 }), 'slow acquisition');
       if (!isDurableExecutionLeaseTimeoutError(error)) fail(`expected DURABLE_EXECUTION_LEASE_TIMEOUT, got ${describeValue(error)}`);
       const leaseId = error.leaseId;
       assert(typeof leaseId === 'string', 'the timeout error names the leaseId');
@@ -307,11 +313,11 @@ const uncertainAcquisition: Check = {
       assertEqual((await inner.inspectExecutionLease(sessionId))?.leaseId, leaseId, 'the late grant landed');
       let lease: DurableExecutionLease;
       if (retry === 'same-process') {
-        lease = await acquireHandle(store, sessionId, 'handle-a');
+        lease = await acquireHandle(ctx, store, sessionId, 'handle-a');
       } else {
         const elsewhere = new LeaseFaultStore(inner);
-        await expectCode(acquireHandle(elsewhere, sessionId, 'handle-a'), 'DURABLE_EXECUTION_LEASE_CONFLICT', 'retry with a new leaseId');
-        lease = await acquireHandle(elsewhere, sessionId, 'handle-a', { leaseId });
+        await expectCode(acquireHandle(ctx, elsewhere, sessionId, 'handle-a'), 'DURABLE_EXECUTION_LEASE_CONFLICT', 'retry with a new leaseId');
+        lease = await acquireHandle(ctx, elsewhere, sessionId, 'handle-a', { leaseId });
       }
       assertEqual(lease.fence.leaseId, leaseId, `${retry} retry: leaseId`);
       assertEqual(lease.fence.fencingToken, 1, `${retry} retry: token`);
@@ -327,14 +333,14 @@ const renewalFailureSticks: Check = {
   async run(ctx) {
     const store = new LeaseFaultStore(leaseStoreOf(ctx));
     const sessionId = ctx.newSessionId();
-    const lease = await acquireHandle(store, sessionId, 'handle-a');
+    const lease = await acquireHandle(ctx, store, sessionId, 'handle-a');
     const injected = new Error('injected renewal failure');
     store.faults.renew = { kind: 'fail', error: () => injected };
-    const reason = await signalAborted(lease, 'failure after a failed renewal');
+    const reason = await signalAborted(ctx, lease, 'failure after a failed renewal');
     assert(reason === injected, `signal reason: ${describeValue(reason)}`);
     delete store.faults.renew;
     const renewals = store.callsOf('renew').length;
-    await sleep(HANDLE_HEARTBEAT_MS * 2);
+    await sleep(handleTiming(ctx).heartbeatMs * 2);
     assertEqual(store.callsOf('renew').length, renewals, 'renewals after the failure');
     await expectRejection(lease.renew(), 'renew after the failure');
     assertEqual(lease.signal.reason, injected, 'the failure is kept');

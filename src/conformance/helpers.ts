@@ -23,10 +23,10 @@ export async function seed(
 }
 
 /** Polls `condition` until it holds; fails with `what` after {@link EVENTUALLY_TIMEOUT_MS}. */
-export async function eventually(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + EVENTUALLY_TIMEOUT_MS;
+export async function eventually(condition: () => boolean, what: string, withinMs = EVENTUALLY_TIMEOUT_MS): Promise<void> {
+  const deadline = Date.now() + withinMs;
   while (!condition()) {
-    if (Date.now() > deadline) fail(`${what}: did not happen within ${EVENTUALLY_TIMEOUT_MS} ms`);
+    if (Date.now() > deadline) fail(`${what}: did not happen within ${withinMs} ms`);
     await sleep(2);
   }
 }

@@ -43,6 +43,13 @@ export interface StoreConformanceOptions<S extends DurableEventStore> {
    */
   leaseTtlMs?: number;
   /**
+   * TTL, in milliseconds, of the lease handles the lease-handle checks hold (they heartbeat every
+   * eighth of it). Default 2 000. A store whose round trips can take a sizeable part of a second
+   * (a remote store, a busy machine) takes a longer one; without `advanceClock` the checks then
+   * sleep real time in proportion.
+   */
+  leaseHandleTtlMs?: number;
+  /**
    * Moves the store's lease clock forward by `ms` (stores built with a controllable clock).
    * When given, expiry checks call it instead of sleeping.
    */
