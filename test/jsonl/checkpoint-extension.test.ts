@@ -78,5 +78,5 @@ describe('JSONL checkpoint extensions', () => {
     appendFileSync(file, Buffer.from('not a segment'));
     expect((await store.readCheckpoint(id))?.sequence).toBe(rewritten?.sequence);
     await store.close();
-  });
+  }, 120_000); // a hang guard: 30,001 events through a real file; about 9 s quiet, 30 s and more with both cores saturated
 });
