@@ -210,7 +210,8 @@ const heartbeatOutlivesTtl: Check = {
     const sessionId = ctx.newSessionId();
     const lease = await acquireHandle(ctx, store, sessionId, 'handle-a');
     assertEqual(lease.fence.fencingToken, 1, 'first token');
-    await sleep(handleTiming(ctx).ttlMs * 2 + handleTiming(ctx).heartbeatMs);
+    const { ttlMs, heartbeatMs } = handleTiming(ctx);
+    await sleep(ttlMs * 2 + heartbeatMs);
     assert(!lease.signal.aborted, `the handle failed: ${describeValue(lease.signal.reason)}`);
     assert(store.callsOf('renew').length >= 3, `expected at least 3 heartbeats, saw ${store.callsOf('renew').length}`);
     const record = await store.inspectExecutionLease(sessionId);

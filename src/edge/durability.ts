@@ -40,7 +40,7 @@ import type {
   StartToolCallInput,
   ToolCallAccepted,
   ToolCallState,
-} from '../adapters/durable-object/durability-rpc.js';
+} from '../core/operations/durability-rows.js';
 import { DEFAULT_AGENT_NAME, type SessionAgentMount } from '../adapters/durable-object/agent-rpc.js';
 import type { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { deliverDurably } from '../core/durability/deliver.js';

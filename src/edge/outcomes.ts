@@ -9,7 +9,7 @@
  * 3. `toolCallState` / `runStatus` turn the run table row plus the `run` record into what
  *    `getRun` reports.
  */
-import type { RunState, ToolCallState } from '../adapters/durable-object/durability-rpc.js';
+import type { RunState, ToolCallState } from '../core/operations/durability-rows.js';
 import type { DurabilityRecord } from '../core/durability/record-contract.js';
 import { durabilityIdentity } from '../core/durability/record-engine.js';
 import type { JsonValue } from '../protocol/json.js';

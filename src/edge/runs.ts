@@ -9,7 +9,7 @@
  * and wake-ups resume. All methods are synchronous, so they can run inside a log transaction.
  */
 import type { SqlDriver } from '../adapters/sql/driver.js';
-import type { ToolRunStatus } from '../adapters/durable-object/durability-rpc.js';
+import type { ToolRunStatus } from '../core/operations/durability-rows.js';
 import { DurabilityError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import type { JsonValue } from '../protocol/json.js';

@@ -31,7 +31,7 @@ import {
   type SessionObjectPositionalRpc,
   type SessionObjectRpc,
 } from '../adapters/durable-object/rpc.js';
-import type { RpcDurabilityReadOptions } from '../adapters/durable-object/durability-rpc.js';
+import type { RpcDurabilityReadOptions } from '../core/operations/durability-rows.js';
 import { SUBSCRIBER_ACK_PARAM, SUBSCRIBER_PING, SUBSCRIBER_PONG } from '../protocol/frames.js';
 import { DurableObjectSqlDriver } from '../adapters/durable-object/storage-sql-driver.js';
 import type { SqlEventLog, SqlStoreTestHooks } from '../adapters/sql/sql-event-log.js';
