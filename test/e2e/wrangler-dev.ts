@@ -101,6 +101,9 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
   const before = tmpEntries(tmpDir);
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
+  // Its own DevTools port: wrangler takes 9229 when it looks free, and two `wrangler dev` started
+  // at once by files running side by side can both see it free (one then dies on bind).
+  const inspectorPort = await freePort();
   const args = [
     WRANGLER,
     'dev',
@@ -110,6 +113,8 @@ export async function startWranglerDev(options: WranglerDevOptions): Promise<Wra
     '127.0.0.1',
     '--port',
     String(port),
+    '--inspector-port',
+    String(inspectorPort),
     '--persist-to',
     options.persistTo,
     '--show-interactive-dev-session=false',
