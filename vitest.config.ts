@@ -34,6 +34,13 @@ export const TEST_WORKER_BINDINGS = {
  */
 const SHARED_MODULES = { isolate: false } as const;
 
+/**
+ * `*.deep.test.ts` files hold heavier variants of a test kept at a smaller size in `npm test`
+ * (larger records, more restarts, longer soaks). Only `npm run test:deep` (AGENT_LEDGER_DEEP=1,
+ * scripts/test-deep.mjs) runs them; `.ci/run` runs both commands.
+ */
+const DEEP_ONLY = process.env['AGENT_LEDGER_DEEP'] === '1' ? [] : ['**/*.deep.test.ts'];
+
 export default defineConfig({
   test: {
     // Files of every project share this many workers. Most files wait on other processes (child
@@ -45,7 +52,7 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'test/postgres/**', 'test/http/**', '**/node_modules/**'],
+          exclude: ['test/workers/**', 'test/postgres/**', 'test/http/**', '**/node_modules/**', ...DEEP_ONLY],
           pool: 'forks',
           ...SHARED_MODULES,
           testTimeout: 30_000,
@@ -59,6 +66,7 @@ export default defineConfig({
         test: {
           name: 'http',
           include: ['test/http/**/*.test.ts'],
+          exclude: ['**/node_modules/**', ...DEEP_ONLY],
           globalSetup: ['test/http/local-worker.ts'],
           // A connection per request: workerd drops idle kept-alive ones (see the file).
           setupFiles: ['test/http/fresh-connections.ts'],
@@ -74,6 +82,7 @@ export default defineConfig({
         test: {
           name: 'postgres',
           include: ['test/postgres/**/*.test.ts'],
+          exclude: ['**/node_modules/**', ...DEEP_ONLY],
           globalSetup: ['test/postgres/server.ts'],
           pool: 'forks',
           ...SHARED_MODULES,
@@ -95,7 +104,7 @@ export default defineConfig({
           name: 'workers',
           include: ['test/workers/**/*.test.ts'],
           // Durable tool calls need a SessionObject subclass with agents mounted: own project below.
-          exclude: ['test/workers/durability*.test.ts', '**/node_modules/**'],
+          exclude: ['test/workers/durability*.test.ts', '**/node_modules/**', ...DEEP_ONLY],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },
@@ -115,6 +124,7 @@ export default defineConfig({
         test: {
           name: 'workers-durability',
           include: ['test/workers/durability*.test.ts'],
+          exclude: ['**/node_modules/**', ...DEEP_ONLY],
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm run test:deep`: the heavier variants. Runs every test file that imports test/deep.ts
-// (directly, as `../deep.js` or `./deep.js`) with AGENT_LEDGER_DEEP=1, so its `sized(quick, deep)`
-// values take the deep size. Extra arguments go to vitest.
+// `npm run test:deep`: the heavier variants. Runs, with AGENT_LEDGER_DEEP=1, every test file that
+// imports test/deep.ts (directly, as `../deep.js` or `./deep.js`), so its `sized(quick, deep)`
+// values take the deep size, and every `*.deep.test.ts` file (which `npm test` leaves out, see
+// vitest.config.ts). Extra arguments go to vitest.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,7 +21,7 @@ function* testFiles(dir) {
 
 const deepImport = /from\s+['"](?:\.\.?\/)+deep\.js['"]/;
 const files = [...testFiles(path.join(root, 'test'))]
-  .filter((file) => deepImport.test(readFileSync(file, 'utf8')))
+  .filter((file) => file.endsWith('.deep.test.ts') || deepImport.test(readFileSync(file, 'utf8')))
   .map((file) => path.relative(root, file))
   .sort();
 if (files.length === 0) {

@@ -3,7 +3,9 @@
  *
  * `npm test` runs every test at a size meant for a run of the whole suite; `npm run test:deep`
  * (scripts/test-deep.mjs, also run by `.ci/run`) runs the files that import this module again
- * with `AGENT_LEDGER_DEEP=1`: more property runs, more kill rounds, longer soaks.
+ * with `AGENT_LEDGER_DEEP=1`: more property runs, more kill rounds, longer soaks. A heavier variant
+ * that is a test of its own (larger records, another restart scenario) goes in a `*.deep.test.ts`
+ * file beside the quick one: `npm test` leaves those files out, `test:deep` runs them.
  *
  * @example
  * fc.assert(property, { numRuns: sized(50, 200) });
