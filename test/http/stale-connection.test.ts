@@ -22,17 +22,27 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-/** Keeps the event loop from running for `ms` (no timers, no socket events). */
+/**
+ * Keeps the event loop from running for `ms` (no timers, no socket events): the thread blocks in
+ * `Atomics.wait`, as a frozen instance would, without spending a core on a busy loop.
+ */
 function stall(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy: nothing else in this process runs
-  }
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
+
+/**
+ * fetch on pooled keep-alive connections: the `http` project's setup file (fresh-connections.ts)
+ * otherwise asks for a connection per request, and no idle connection would go stale.
+ */
+const keepAliveFetch: typeof fetch = (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set('connection', 'keep-alive');
+  return fetch(input, { ...init, headers });
+};
 
 describe('HttpDurableEventStore after a stalled event loop', () => {
   it('reads and appends on a fresh connection after the server closed the idle one', async () => {
-    const store = new HttpDurableEventStore({ baseUrl: worker.url, token: worker.adminToken });
+    const store = new HttpDurableEventStore({ baseUrl: worker.url, token: worker.adminToken, fetch: keepAliveFetch });
     const sessionId = SessionId(`stale-${Date.now()}`);
     await appendCycles(store, sessionId, 0, 1);
     await store.read(sessionId, { limit: 1 });
