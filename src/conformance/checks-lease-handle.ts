@@ -202,6 +202,21 @@ async function signalAborted(ctx: Ctx, lease: DurableExecutionLease, what: strin
   return lease.signal.reason;
 }
 
+/**
+ * Lets the stored lease lapse. A handle's watchdog fires no later than the store's expiry (its
+ * window is counted from when the last renewal was sent), so after it the stored lease has at most
+ * a round trip left: on the wall clock this waits for the record's own `expiresAtMs` instead of a
+ * whole TTL. With `advanceClock` the store's clock moves a whole TTL (which costs no time).
+ */
+async function elapseUntilExpired(ctx: Ctx, store: DurableSessionStore, sessionId: SessionId): Promise<void> {
+  const { ttlMs } = handleTiming(ctx);
+  if (ctx.options.advanceClock !== undefined) return ctx.elapse(ttlMs);
+  const record = await store.inspectExecutionLease(sessionId);
+  const left = record === null ? 0 : record.expiresAtMs - ctx.now();
+  assert(left <= ttlMs, `the stored lease outlives the failed handle by ${left} ms, more than a TTL`);
+  if (left >= 0) await ctx.elapse(left + 1);
+}
+
 const heartbeatOutlivesTtl: Check = {
   name: 'lease-handle-heartbeat-outlives-ttl',
   requires: ['lease'],
@@ -286,7 +301,7 @@ const stalledHolderTakenOver: Check = {
       code === 'DURABLE_EXECUTION_LEASE_LOST' || code === 'DURABLE_EXECUTION_LEASE_TIMEOUT',
       `the handle failed with ${describeValue(reason)}`,
     );
-    await ctx.elapse(handleTiming(ctx).ttlMs);
+    await elapseUntilExpired(ctx, store, sessionId);
     await expectCode(appendWith(ctx, sessionId, 'unfenced'), 'DURABLE_EXECUTION_LEASE_REQUIRED', 'sticky after expiry');
     const b = await acquireHandle(ctx, store, sessionId, 'handle-b');
     assertEqual(b.fence.fencingToken, a.fence.fencingToken + 1, 'token after takeover');
