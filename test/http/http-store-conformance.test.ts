@@ -42,8 +42,8 @@ describe('runStoreConformance against HttpDurableEventStore (local Worker)', () 
       // Long enough that two HTTP round trips of one check fit in it on a busy machine.
       leaseTtlMs: 1_000,
       // A hang guard per check sized for the largest one over HTTP: read-pages-bounded-by-bytes
-      // appends 33 MiB and reads it back twice (about 100 MB through the Worker), 20-25 s with both
-      // cores saturated against the default 20 s.
+      // appends ten events of almost 1 MiB (more than two 4 MiB read budgets) and reads them back
+      // twice, about 9 s at a load of 15 on two cores, near the default bound of 20 s.
       checkTimeoutMs: 90_000,
       sessionPrefix: 'http-conformance',
     });
