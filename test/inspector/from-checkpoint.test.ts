@@ -17,18 +17,34 @@ import { InspectorPage } from '../../src/inspector/page.js';
 import { RequestId, SessionId, TurnId } from '../../src/protocol/ids.js';
 import { everyEvent } from './read-all.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
+import { sized } from '../deep.js';
 
 const sessionId = SessionId('long-checkpointed');
 
-/** 15,001 events, a checkpoint at 15,001 written by a journal, then 100 more cycles and an open request. */
+/**
+ * Cycles (5 events each) before the checkpoint. The proof needs a checkpoint well past
+ * `FULL_FOLD_LIMIT` and a head further on than the `TAIL` read; 3,001 events are that as much as
+ * 15,001 (the size of `npm run test:deep`), at a fifth of the folds.
+ */
+const CYCLES = sized(600, 3000);
+/** The checkpoint's sequence: session_created and the cycles. */
+const AT = CYCLES * 5 + 1;
+/** The head: 100 more cycles and an open request (503 events after the checkpoint). */
+const HEAD = AT + 503;
+/** Below the checkpoint's sequence, so a session of {@link HEAD} events opens from it. */
+const FULL_FOLD_LIMIT = sized(2000, 10_000);
+/** More than the 503 events after the checkpoint (the tail starts before it) and more than 2 x 400 bars. */
+const TAIL = 2000;
+
+/** `AT` events, a checkpoint at `AT` written by a journal, then 100 more cycles and an open request. */
 async function longSession(liveCheckpoints: boolean): Promise<MemoryDurableEventStore> {
   const store = new MemoryDurableEventStore({ liveCheckpoints });
-  await appendCycles(store, sessionId, 0, 3000);
+  await appendCycles(store, sessionId, 0, CYCLES);
   const journal = await DurableSessionJournal.open(store, sessionId);
   expect(await journal.writeCheckpoint()).toBe(true);
-  expect((await store.readCheckpoint(sessionId))?.sequence).toBe(15_001);
-  await appendCycles(store, sessionId, 3000, 100);
-  await store.append(sessionId, cycleDrafts(3100).slice(0, 3));
+  expect((await store.readCheckpoint(sessionId))?.sequence).toBe(AT);
+  await appendCycles(store, sessionId, CYCLES, 100);
+  await store.append(sessionId, cycleDrafts(CYCLES + 100).slice(0, 3));
   return store;
 }
 
@@ -50,40 +66,42 @@ describe.each([
   it('gives what a whole-log fold gives, reading only the tail', async () => {
     const store = await longSession(live);
     const events = await everyEvent(store, sessionId);
-    expect(events).toHaveLength(15_504);
+    expect(events).toHaveLength(HEAD);
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
     expect(whole.openedFrom).toBe('log');
     expect(whole.timelineFrom).toBe(1);
-    expect(whole.checkpoint).toMatchObject({ sequence: 15_001, status: 'matches' });
+    expect(whole.checkpoint).toMatchObject({ sequence: AT, status: 'matches' });
     expect(whole.plan?.action).toBe('resume_turn');
 
     let read = 0;
-    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000, tailEvents: 2000, onProgress: (count) => (read = count) });
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: FULL_FOLD_LIMIT, tailEvents: TAIL, onProgress: (count) => (read = count) });
     expect(fast.openedFrom).toBe('checkpoint');
-    expect(read).toBe(2000);
-    expect(fast.timelineFrom).toBe(15_504 - 2000 + 1);
+    expect(read).toBe(TAIL);
+    expect(fast.timelineFrom).toBe(HEAD - TAIL + 1);
     expect(comparable(fast)).toEqual(comparable(whole));
-    expect(fast.checkpoint).toMatchObject({ sequence: 15_001, behind: 503, status: 'used', defects: [] });
+    expect(fast.checkpoint).toMatchObject({ sequence: AT, behind: 503, status: 'used', defects: [] });
     // The audit reads the record (a live checkpoint encoded on demand); the view opened from the live one has no bytes.
-    expect(whole.checkpoint?.bytes).toBeGreaterThan(100_000);
+    // An encoded record of AT events' state: more than ten bytes an event (about 19).
+    expect(whole.checkpoint?.bytes).toBeGreaterThan(AT * 10);
     expect(fast.checkpoint?.bytes).toBe(live ? 0 : whole.checkpoint?.bytes);
     expect(describeCheckpoint(fast)).toMatch(
-      new RegExp(`^at sequence 15001, 503 event\\(s\\) behind the head, ${live ? 'kept live in memory' : '\\d+ bytes'}: this view opened from it and folded the 503 event\\(s\\) after it; not audited`),
+      new RegExp(`^at sequence ${AT}, 503 event\\(s\\) behind the head, ${live ? 'kept live in memory' : '\\d+ bytes'}: this view opened from it and folded the 503 event\\(s\\) after it; not audited`),
     );
-    // 2,000 events are 800 bars: the latest 400 are the same as the whole log's.
+    // TAIL (2,000) events are 800 bars: the latest 400 are the same as the whole log's.
     expect(fast.timeline.bars).toHaveLength(MAX_TIMELINE_BARS);
     expect(fast.timeline.bars).toEqual(whole.timeline.bars);
     expect(fast.timeline.total).toBe(buildTimeline(events.slice(fast.timelineFrom - 1)).bars.length);
 
     // A checkpoint older than the tail: the fold reads from just after it.
-    const behind = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000, tailEvents: 200 });
-    expect(behind.timelineFrom).toBe(15_002);
+    const behind = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: FULL_FOLD_LIMIT, tailEvents: 200 });
+    expect(behind.timelineFrom).toBe(AT + 1);
     expect(comparable(behind)).toEqual(comparable(whole));
 
     // Pages of the event list before the tail are read on their own.
-    for (const listFrom of [1, 5000, 15_400, 15_504, 20_000]) {
+    // The first page, one well before the tail, one in the tail, the head, past the head.
+    for (const listFrom of [1, Math.round(AT / 3), HEAD - 104, HEAD, HEAD + 1000]) {
       const wholePage = await loadInspection(store, sessionId, { nowMs: 0, listFrom });
-      const fastPage = await loadInspection(store, sessionId, { nowMs: 0, listFrom, fullFoldLimit: 10_000, tailEvents: 200 });
+      const fastPage = await loadInspection(store, sessionId, { nowMs: 0, listFrom, fullFoldLimit: FULL_FOLD_LIMIT, tailEvents: 200 });
       expect(fastPage.openedFrom).toBe('checkpoint');
       expect(comparable(fastPage)).toEqual(comparable(wholePage));
     }
@@ -99,12 +117,12 @@ describe.each([
 
   it('folds the whole log at or under the limit, and without a usable checkpoint', async () => {
     const store = await longSession(live);
-    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_504 })).openedFrom).toBe('log');
-    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 15_503 })).openedFrom).toBe('checkpoint');
+    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: HEAD })).openedFrom).toBe('log');
+    expect((await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: HEAD - 1 })).openedFrom).toBe('checkpoint');
     // The same log without its checkpoint, and with one written for another session.
     const bare = new MemoryDurableEventStore();
-    await appendCycles(bare, sessionId, 0, 3100);
-    await bare.append(sessionId, cycleDrafts(3100).slice(0, 3));
+    await appendCycles(bare, sessionId, 0, CYCLES + 100);
+    await bare.append(sessionId, cycleDrafts(CYCLES + 100).slice(0, 3));
     const uncheckpointed = await loadInspection(bare, sessionId, { nowMs: 0, fullFoldLimit: 100 });
     expect(uncheckpointed.openedFrom).toBe('log');
     expect(uncheckpointed.checkpoint).toBeNull();
@@ -121,9 +139,9 @@ describe.each([
   it('reports a log the projector refuses after the checkpoint like the whole-log fold', async () => {
     const store = await longSession(live);
     // A turn that ends without having started: the projector refuses it.
-    await store.append(sessionId, [{ type: 'turn_completed', requestId: RequestId('cycle-request-3100'), turnId: TurnId('never-started'), data: { turn: 2, hasToolCalls: false } }]);
+    await store.append(sessionId, [{ type: 'turn_completed', requestId: RequestId(`cycle-request-${CYCLES + 100}`), turnId: TurnId('never-started'), data: { turn: 2, hasToolCalls: false } }]);
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
-    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000 });
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: FULL_FOLD_LIMIT });
     expect(whole.projectionFailure).not.toBeNull();
     expect(fast.openedFrom).toBe('checkpoint');
     expect(comparable(fast)).toEqual(comparable(whole));
@@ -132,10 +150,10 @@ describe.each([
   it('falls back to the whole log when the checkpoint cannot judge an ID reused after it (a live one can)', async () => {
     const store = await longSession(live);
     // A request ID used before the checkpoint, accepted again after it: only the log can tell.
-    await store.append(sessionId, [cycleDrafts(3100).slice(3, 5), cycleDrafts(7).slice(0, 1)].flat());
+    await store.append(sessionId, [cycleDrafts(CYCLES + 100).slice(3, 5), cycleDrafts(7).slice(0, 1)].flat());
     const whole = await loadInspection(store, sessionId, { nowMs: 0 });
     expect(whole.projectionFailure).not.toBeNull();
-    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: 10_000 });
+    const fast = await loadInspection(store, sessionId, { nowMs: 0, fullFoldLimit: FULL_FOLD_LIMIT });
     // A live checkpoint knows every ID exactly and judges it; a record's hashes cannot.
     expect(fast.openedFrom).toBe(live ? 'checkpoint' : 'log');
     expect(fast.checkpoint?.status).toBe(live ? 'used' : 'matches');
