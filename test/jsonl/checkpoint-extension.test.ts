@@ -11,6 +11,11 @@ import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { tempRoot } from './helpers.js';
+import { sized } from '../deep.js';
+
+/** Lifecycle cycles before the first checkpoint, and the command ranges a checkpoint keeps (see the test). */
+const CYCLES = sized(600, 6000);
+const KEEP_COMMANDS = sized(64, 1024);
 
 let root: string;
 let cleanup: () => void;
@@ -30,16 +35,19 @@ describe('JSONL checkpoint extensions', () => {
   it('append small segments, read back as the journal wrote them, and survive a torn append', async () => {
     const store = new JsonlDurableEventStore(root);
     const id = SessionId('extension-session');
-    // 6,000 cycles (30,001 events, about 54,000 IDs) in raw batches, then a journal's first
+    // CYCLES cycles (5 events, about 9 IDs each) in raw batches, then a journal's first
     // checkpoint over them (whole), then two small steps (each extends it: a frame is one header
-    // of up to 1,024 command ranges, about 70 KB, plus the new IDs).
-    await appendCycles(store, id, 0, 6000, 200);
+    // of up to `keepCommands` command ranges, about 70 bytes each, plus the new IDs). The record
+    // must dwarf a frame for the growth check below: with the default 1,024 ranges (about 70 KB a
+    // header) that takes 6,000 cycles (test:deep); with 64 ranges (about 4.5 KB) 600 cycles, about
+    // 43 KB of IDs, keep the same ratio at a tenth of the events.
+    await appendCycles(store, id, 0, CYCLES, 200);
     const file = store.pathsOf(id).checkpoint;
-    const journal = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000 } });
-    const sizes = [await cyclesThenCheckpoint(journal, 6000, 1, file)];
+    const journal = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000, keepCommands: KEEP_COMMANDS } });
+    const sizes = [await cyclesThenCheckpoint(journal, CYCLES, 1, file)];
     const records = [await store.readCheckpoint(id)];
     for (let round = 1; round <= 2; round++) {
-      sizes.push(await cyclesThenCheckpoint(journal, 6000 + round * 20, 20, file));
+      sizes.push(await cyclesThenCheckpoint(journal, CYCLES + round * 20, 20, file));
       records.push(await store.readCheckpoint(id));
     }
     // Later checkpoints grew the file by much less than a whole record: they were appended.
@@ -62,7 +70,7 @@ describe('JSONL checkpoint extensions', () => {
     const torn = await store.readCheckpoint(id);
     expect(torn?.sequence).toBe(previous.sequence);
     expect(Buffer.from(torn?.data ?? []).equals(Buffer.from(previous.data))).toBe(true);
-    const afterTear = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000 } });
+    const afterTear = await DurableSessionJournal.open(store, id, { checkpoints: { everyEvents: 1_000_000, keepCommands: KEEP_COMMANDS } });
     expect(afterTear.getCheckpointOutcome()).toEqual({ status: 'used', sequence: previous.sequence });
     const full = await DurableSessionJournal.open(store, id, { checkpoints: false });
     expect(afterTear.getProjection()).toEqual(full.getProjection());
@@ -78,5 +86,5 @@ describe('JSONL checkpoint extensions', () => {
     appendFileSync(file, Buffer.from('not a segment'));
     expect((await store.readCheckpoint(id))?.sequence).toBe(rewritten?.sequence);
     await store.close();
-  }, 120_000); // a hang guard: 30,001 events through a real file; about 9 s quiet, 30 s and more with both cores saturated
+  }, 120_000); // a hang guard: 30,001 events through a real file in test:deep took over 30 s with both cores saturated
 });
