@@ -16,11 +16,14 @@ import { createSession } from '../../src/session.js';
 import { chargeRuns, openRaceStore, RACE_SESSION_ID, raceOptions, type RaceBackend } from './fixtures/race-agent.js';
 import { crashAfter, readAll, types } from './helpers.js';
 import { tsChildArgs } from '../ts-child.js';
+import { sized } from '../deep.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
 const CHILD = path.join(here, 'fixtures', 'race-child.ts');
 const root = mkdtempSync(path.join(tmpdir(), 'session-race-'));
+/** Races per backend: each round is the same race from the same log; test:deep runs it again. */
+const ROUNDS = sized(1, 2);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 interface ChildLine {
@@ -61,7 +64,7 @@ async function prepare(backend: RaceBackend, dir: string): Promise<void> {
 
 describe.each<RaceBackend>(['jsonl', 'sqlite'])('two processes race to start one non_idempotent tool (%s)', (backend) => {
   it('it runs once, in the process whose own append committed', { timeout: 120_000 }, async () => {
-    for (let round = 0; round < 2; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const dir = path.join(root, `${backend}-${round}`);
       mkdirSync(dir, { recursive: true });
       await prepare(backend, dir);
