@@ -8,7 +8,7 @@
  * model call was cut off `MAX_MODEL_RECALLS_PER_TURN` times.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,13 +52,28 @@ async function readAll(store: DurableEventStore): Promise<DurableEventEnvelope[]
   return (await store.read(SessionId(SESSION_ID), { limit: 1000 })).events;
 }
 
-/** Runs the child until the commit reaching `killAt`, then opens the store it left. */
+/** The directory a child left when killed at `killAt`, never opened: one kill per boundary, copied for each resume. */
+const killedDirs = new Map<number, Promise<string>>();
+function killedDir(killAt: number): Promise<string> {
+  let killed = killedDirs.get(killAt);
+  if (killed === undefined) {
+    killed = (async () => {
+      const dir = path.join(root, `killed-${killAt}`);
+      mkdirSync(dir, { recursive: true });
+      resetAgentFiles(dir);
+      const child = await runChild(dir, killAt);
+      expect(child.signal, child.stderr).toBe('SIGKILL');
+      return dir;
+    })();
+    killedDirs.set(killAt, killed);
+  }
+  return killed;
+}
+
+/** A copy of the store (and effect files) the child left when killed at `killAt`, opened. */
 async function killedAt(name: string, killAt: number): Promise<{ dir: string; store: DurableEventStore; killed: DurableEventEnvelope[] }> {
   const dir = path.join(root, name);
-  mkdirSync(dir, { recursive: true });
-  resetAgentFiles(dir);
-  const child = await runChild(dir, killAt);
-  expect(child.signal, child.stderr).toBe('SIGKILL');
+  cpSync(await killedDir(killAt), dir, { recursive: true });
   const store = new SqliteDurableEventStore(path.join(dir, 'store.db'));
   opened.push(store);
   const killed = await readAll(store);
