@@ -1,12 +1,11 @@
 /**
- * End to end under `wrangler dev`: agent Sessions running inside their Durable Objects survive a
- * kill of the whole dev process group (SIGKILL) and a restart on the same `--persist-to` storage.
- *
- * Three sessions run the fixture's edge test agent (test/workers/fixtures/edge-test-agent.ts),
- * each stopped at a different point when the group is killed:
+ * End to end under `wrangler dev`: one kill -9 of the whole dev process group, with a session of
+ * the fixture Worker (test/e2e/fixtures/wrangler.e2e.toml) stopped at each boundary, then a
+ * restart on the same port and `--persist-to` storage. Each boundary is killed once; the tests
+ * below check what each session does after the restart:
  * 1. mid streamed model response (`hang-stream`: two deltas sent, the model never finishes):
- *    after the restart the object parks exactly as the recovery plan says
- *    (`reconcile_model_outcome`) and the model is not called again;
+ *    the object parks exactly as the recovery plan says (`reconcile_model_outcome`) and the model
+ *    is not called again;
  * 2. while a non_idempotent tool runs (`hang-tool`: its effect is counted, then it waits): it is
  *    never run a second time, it is surfaced for reconciliation (`reconcile_tool_outcomes`), and
  *    after an operator reconciles it over HTTP under the lease, the run finishes;
@@ -14,40 +13,45 @@
  * 4. while a permission waits, aborted after the restart: `activeRequestId` names the Request,
  *    the abort answers `interrupted` and `request_interrupted` (user_abort) is in the log;
  * 5. while a permission waits, steered after the restart: the input is answered at once (202) and
- *    applied, with its text, once the permission is answered.
- * A WebSocket subscriber of each session reconnects after the restart with its last cursor; its
- * events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
- * timing: the test polls for states with deadlines only.
- *
+ *    applied, with its text, once the permission is answered;
  * 6. (`EDGE_AUTO_RECOVERY_POLICY`, which the fixture agent uses for session IDs containing `-auto-`)
- *    mid streamed model response of `hang-once`, killed again: after the restart, with NO client
- *    request, the object's alarm wakes it, the cut attempt is recorded (`model_request_aborted`,
- *    `process_restart`), the model is called again and the request completes; the wait is an
- *    event wait (the fixture's line in wrangler's output) bounded well under the 30 s a watchdog
- *    interval of 30 s needed.
+ *    mid streamed model response of `hang-once`: with NO client request to that session after the
+ *    restart, the object's alarm wakes it, the cut attempt is recorded (`model_request_aborted`,
+ *    `process_restart`), the model is called again and the request completes;
+ * 7. the chat page (`GET /`) in Chromium, mid `hang-once` answer of an `-auto-` session: nobody
+ *    touches the page, it reconnects after its cursor, and shows the cut text marked as cut, the
+ *    recovery note and the new answer, once;
+ * 8. a durable tool call (`sleepy`, the fixture's `test-agent`: step -> sleep 3 s -> step) sleeping
+ *    in the object: its alarm, persisted with its storage, resumes it by replay, and each effect
+ *    (counted in the object's SQLite storage) ran once.
+ * A WebSocket subscriber of sessions 1-3 and 6 reconnects after the restart with its last cursor;
+ * its events before and after form the final log exactly: no gap, no duplicate. Nothing depends on
+ * timing: the tests poll for states with deadlines only (6 waits for an event, the fixture's line in
+ * wrangler's output, bounded well under the 30 s a watchdog interval of 30 s needed).
  *
  * On the same restarted server, the inspector page in Chromium answers an agent's pending
- * permission (Allow goes through the agent, as `POST .../permissions/:id` does), and it takes a 73 MiB body on `POST .../events`: with and without a
- * Content-Length, it answers 413, and the next request on it is served.
+ * permission (Allow goes through the agent, as `POST .../permissions/:id` does), and it takes a
+ * 73 MiB body on `POST .../events`: with and without a Content-Length, it answers 413, and the next
+ * request on it is served.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import WebSocket from 'ws';
-import { startWranglerDev, type WranglerDev } from './wrangler-dev.js';
+import { freePort, startWranglerDev, type WranglerDev } from './wrangler-dev.js';
 import { launchChromium } from '../inspector/browser.js';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const VARS = { ADMIN_TOKEN, TOKEN_SECRET: 'e2e-token-secret-0123456789abcdef' };
 const CONFIG = 'test/e2e/fixtures/wrangler.e2e.toml';
 const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
-
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+/** The `sleepy` tool call's sleep (8): the kill lands inside it. */
+const SLEEP_MS = 3_000;
+/** What the fixture model prints when a `hang-once` session calls it again (6, 7). */
+const CALLED_AGAIN = 'edge-test-agent: hang-once called again';
 
 interface Envelope {
   sequence: number;
@@ -69,14 +73,13 @@ interface AgentStatus {
   pendingPermissions: string[];
   plan: { action: string; unknownToolAttempts?: Array<{ toolAttemptId: string; toolName: string }> } | null;
 }
-
-/** The server of this file: started (and restarted) by the first test, used by the next, killed after all. */
-let dev: WranglerDev | undefined;
-/** The `--persist-to` directory of {@link dev}. */
-let devStorage: string | undefined;
-afterAll(async () => {
-  await dev?.kill('SIGTERM');
-});
+interface RunState {
+  status: string;
+  toolCalls: Array<{ status: string; result?: unknown }>;
+}
+interface DurabilityPage {
+  records: Array<{ kind: string; key: string; status?: string }>;
+}
 
 async function api<T>(dev: WranglerDev, method: string, route: string, body?: unknown): Promise<{ status: number; body: T }> {
   const response = await fetch(`${dev.url}${route}`, {
@@ -220,211 +223,322 @@ function finalText(log: readonly Envelope[]): string {
   return typeof content === 'string' ? content : JSON.stringify(content);
 }
 
-describe('agent sessions in Durable Objects across a kill of wrangler dev', () => {
-  it('parks a cut model stream, never repeats a non_idempotent tool, and resumes a waiting permission', async () => {
-    const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
-    dirs.push(persistTo);
-    const stamp = Date.now().toString(36);
-    const sessions = {
-      stream: `e2e-stream-${stamp}`,
-      tool: `e2e-tool-${stamp}`,
-      permission: `e2e-perm-${stamp}`,
-      abort: `e2e-abort-${stamp}`,
-      steer: `e2e-steer-${stamp}`,
-    };
-    const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission', abort: 'permission', steer: 'permission' } as const;
-    dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
-    devStorage = persistTo;
-    const subscribers: Subscriber[] = [];
-    try {
-      const first = dev;
-      const before: Record<'stream' | 'tool' | 'permission', Subscriber> = {
-        stream: await Subscriber.open(first, sessions.stream),
-        tool: await Subscriber.open(first, sessions.tool),
-        permission: await Subscriber.open(first, sessions.permission),
-      };
-      subscribers.push(...Object.values(before));
-      const requests: Partial<Record<keyof typeof sessions, { requestId: string; inputId: string }>> = {};
-      for (const key of Object.keys(sessions) as Array<keyof typeof sessions>) {
-        const accepted = await api<{ status: string; created: boolean; requestId: string; inputId: string }>(first, 'POST', `/v1/sessions/${sessions[key]}/requests`, {
-          commandId: `cmd-${key}`,
-          input: inputs[key],
-        });
-        expect(accepted).toMatchObject({ status: 202, body: { created: true } });
-        requests[key] = accepted.body;
-      }
-      await before.stream.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
-      expect(before.stream.frames.filter((f) => f.type === 'text_delta').map((f) => f.delta).join('')).toBe('Partial ');
-      await before.tool.until((s) => s.has('tool_started'), 'tool_started');
-      await poll(() => effectsOf(first, sessions.tool), (effects) => effects['charge'] === 1, 'the charge');
-      await before.permission.until((s) => s.has('permission_requested'), 'permission_requested');
-      const waiting = await poll(() => statusOf(first, sessions.permission), (s) => s.state === 'waiting_permission', 'waiting');
-      const permissionRequestId = waiting.pendingPermissions[0] as string;
-      await poll(() => statusOf(first, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting (abort)');
-      const steerWait = await poll(() => statusOf(first, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting (steer)');
-      const steerPermissionId = steerWait.pendingPermissions[0] as string;
+function occurrences(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
 
-      await dev.kill('SIGKILL');
-      dev = undefined;
-      await Promise.all(subscribers.map((s) => s.until((x) => x.closed, 'the socket to drop', 10_000)));
-      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
-      const second = dev;
-      const after: Record<'stream' | 'tool' | 'permission', Subscriber> = {
-        stream: await Subscriber.open(second, sessions.stream, before.stream.lastCursor),
-        tool: await Subscriber.open(second, sessions.tool, before.tool.lastCursor),
-        permission: await Subscriber.open(second, sessions.permission, before.permission.lastCursor),
-      };
-      subscribers.push(...Object.values(after));
+type Watched = 'stream' | 'tool' | 'permission' | 'auto';
 
-      // (1) The cut stream parks as the plan says; the model is not called again.
-      const parkedStream = await poll(() => statusOf(second, sessions.stream), (s) => s.state === 'needs_recovery', 'parked stream');
-      expect(parkedStream.plan?.action).toBe('reconcile_model_outcome');
-      const streamLog = await logOf(second, sessions.stream);
-      expect(streamLog.filter((e) => e.type === 'model_request_started')).toHaveLength(1);
-      expect(streamLog.map((e) => e.type)).not.toContain('model_request_completed');
-      expectGapless(before.stream, after.stream, streamLog);
-      expect(after.stream.frames.some((f) => f.type === 'partial_response' || f.type === 'text_delta')).toBe(false);
+/** What the kill left behind, set up by `beforeAll`: the restarted server and each session's state. */
+interface Matrix {
+  /** The restarted `wrangler dev` (same port and storage as the killed one). */
+  dev: WranglerDev;
+  sessions: Record<'stream' | 'tool' | 'permission' | 'abort' | 'steer' | 'auto' | 'chat' | 'sleep', string>;
+  requests: Partial<Record<'stream' | 'tool' | 'permission' | 'abort' | 'steer' | 'auto', { requestId: string; inputId: string }>>;
+  permissionRequestId: string;
+  steerPermissionId: string;
+  /** Subscribers of the killed server, closed by the kill. */
+  before: Record<Watched, Subscriber>;
+  /** Subscribers of the restarted server from the last cursor of `before` (none for `auto`: no request may reach it). */
+  after: Record<Exclude<Watched, 'auto'>, Subscriber>;
+  /** When the restarted server answered `/healthz`. */
+  readyAt: number;
+  /** When the restarted server had printed {@link CALLED_AGAIN} twice (sessions 6 and 7), if it has yet. */
+  calledAgainAt: number | undefined;
+  chatPage: Page;
+  chatPageErrors: string[];
+}
 
-      // (2) The non_idempotent tool: surfaced, never repeated; reconciled by an operator, then the run ends.
-      const parkedTool = await poll(() => statusOf(second, sessions.tool), (s) => s.state === 'needs_recovery', 'parked tool');
-      expect(parkedTool.plan?.action).toBe('reconcile_tool_outcomes');
-      const unknown = parkedTool.plan?.unknownToolAttempts ?? [];
-      expect(unknown.map((tool) => tool.toolName)).toEqual(['charge']);
-      expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
-      const lease = await api<{ leaseId: string; ownerId: string; fencingToken: number }>(second, 'POST', `/v1/sessions/${sessions.tool}/lease/acquire`, {
-        ownerId: 'operator',
-        leaseId: `op-${stamp}`,
-        ttlMs: 60_000,
-      });
-      expect(lease.status).toBe(200);
-      const fence = { leaseId: lease.body.leaseId, ownerId: lease.body.ownerId, fencingToken: lease.body.fencingToken };
-      const reconciled = await api(second, 'POST', `/v1/sessions/${sessions.tool}/recovery/reconcile-tool-outcome`, {
-        commandId: `reconcile-${stamp}`,
-        toolAttemptId: unknown[0]?.toolAttemptId,
-        outcome: { status: 'completed', result: { charged: 5 } },
-        executionFence: fence,
-      });
-      expect(reconciled.status).toBe(200);
-      expect((await api(second, 'POST', `/v1/sessions/${sessions.tool}/lease/release`, { fence })).status).toBe(200);
-      await after.tool.until((s) => s.has('request_completed'), 'the reconciled run to finish');
-      const toolLog = await logOf(second, sessions.tool);
-      expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
-      expect(finalText(toolLog)).toBe('Done: {"charged":5}');
-      expectGapless(before.tool, after.tool, toolLog);
+let dev: WranglerDev | undefined;
+let browser: Browser | undefined;
+let matrix: Matrix | undefined;
+const subscribers: Subscriber[] = [];
+const dirs: string[] = [];
+let watchCalledAgain: ReturnType<typeof setInterval> | undefined;
 
-      // (3) The permission: the answer resumes the run.
-      const answer = await api(second, 'POST', `/v1/sessions/${sessions.permission}/permissions/${permissionRequestId}`, { decision: 'allow' });
-      expect(answer).toEqual({ status: 200, body: { permissionRequestId, decision: 'allow', created: true } });
-      await after.permission.until((s) => s.has('request_completed'), 'the permitted run to finish');
-      const permissionLog = await logOf(second, sessions.permission);
-      expect(await effectsOf(second, sessions.permission)).toEqual({ approved: 1 });
-      expect(finalText(permissionLog)).toBe('Done: {"approved":"deploy"}');
-      expectGapless(before.permission, after.permission, permissionLog);
+beforeAll(async () => {
+  const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
+  dirs.push(persistTo);
+  // One port for both servers: the chat page keeps its origin across the restart.
+  const port = await freePort();
+  const stamp = Date.now().toString(36);
+  const sessions: Matrix['sessions'] = {
+    stream: `e2e-stream-${stamp}`,
+    tool: `e2e-tool-${stamp}`,
+    permission: `e2e-perm-${stamp}`,
+    abort: `e2e-abort-${stamp}`,
+    steer: `e2e-steer-${stamp}`,
+    auto: `e2e-auto-${stamp}`,
+    chat: `chat-auto-${stamp}`,
+    sleep: `e2e-sleep-${stamp}`,
+  };
+  const inputs = { stream: 'hang-stream', tool: 'hang-tool', permission: 'permission', abort: 'permission', steer: 'permission', auto: 'hang-once' } as const;
+  [dev, browser] = await Promise.all([startWranglerDev({ config: CONFIG, persistTo, vars: VARS, port }), launchChromium()]);
+  const first = dev;
 
-      // (4) Aborted while the restarted instance presents the permission again.
-      const abortId = requests.abort?.requestId as string;
-      const again = await poll(() => statusOf(second, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting again (abort)');
-      expect(again.activeRequestId).toBe(abortId);
-      const aborted = await api(second, 'POST', `/v1/sessions/${sessions.abort}/requests/${abortId}/abort`, {});
-      expect(aborted).toEqual({ status: 200, body: { requestId: abortId, status: 'interrupted' } });
-      const abortLog = await logOf(second, sessions.abort);
-      expect(abortLog.filter((e) => e.type === 'request_interrupted').map((e) => e.data)).toEqual([{ reason: 'user_abort' }]);
-      expect(await effectsOf(second, sessions.abort)).toEqual({});
+  const before: Matrix['before'] = {
+    stream: await Subscriber.open(first, sessions.stream),
+    tool: await Subscriber.open(first, sessions.tool),
+    permission: await Subscriber.open(first, sessions.permission),
+    auto: await Subscriber.open(first, sessions.auto),
+  };
+  subscribers.push(...Object.values(before));
+  const requests: Matrix['requests'] = {};
+  for (const key of Object.keys(inputs) as Array<keyof typeof inputs>) {
+    const accepted = await api<{ status: string; created: boolean; requestId: string; inputId: string }>(first, 'POST', `/v1/sessions/${sessions[key]}/requests`, {
+      commandId: `cmd-${key}`,
+      input: inputs[key],
+    });
+    expect(accepted).toMatchObject({ status: 202, body: { created: true } });
+    requests[key] = accepted.body;
+  }
 
-      // (5) Steered while the restarted instance presents the permission again: answered at once, applied after the answer.
-      await poll(() => statusOf(second, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting again (steer)');
-      const steered = await api<{ inputId: string; requestId: string }>(second, 'POST', `/v1/sessions/${sessions.steer}/inputs`, { input: 'also mention the weather' });
-      expect(steered).toMatchObject({ status: 202, body: { requestId: requests.steer?.requestId } });
-      await api(second, 'POST', `/v1/sessions/${sessions.steer}/permissions/${steerPermissionId}`, { decision: 'allow' });
-      const steerLog = await poll(() => logOf(second, sessions.steer), (log) => log.some((e) => e.type === 'request_completed'), 'the steered run to finish');
-      const applied = steerLog.filter((e) => e.type === 'input_applied');
-      expect(applied.map((e) => e.data['inputId'])).toEqual([requests.steer?.inputId, steered.body.inputId]);
-      expect(applied[1]?.data['input']).toBe('also mention the weather');
-    } finally {
-      for (const subscriber of subscribers) subscriber.close();
-    }
-  }, 300_000);
+  // (7) The chat page sends `hang-once` and shows the first part of the answer.
+  const context: BrowserContext = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  // Hang guards, not timings: with both cores saturated the first page load from wrangler dev
+  // took over 30 s once.
+  context.setDefaultTimeout(90_000);
+  context.setDefaultNavigationTimeout(90_000);
+  const chatPage = await context.newPage();
+  const chatPageErrors: string[] = [];
+  chatPage.on('pageerror', (error) => chatPageErrors.push(error.message));
+  await chatPage.goto(`${first.url}/#${sessions.chat}`);
+  await chatPage.fill('#token', ADMIN_TOKEN);
+  await chatPage.click('#sign-in');
+  await chatPage.locator('#conn-state', { hasText: 'live' }).waitFor({ timeout: 60_000 });
+  expect(await chatPage.locator('#session-title').textContent()).toBe(sessions.chat);
+  await chatPage.fill('#message', 'hang-once');
+  await chatPage.click('#send');
+  const shown = await poll(() => chatPage.locator('li.assistant .text').allTextContents(), (texts) => texts.join('') === 'Partial ', 'the first part of the answer');
+  expect(shown).toEqual(['Partial ']);
 
+  // Every other session at its boundary.
+  await before.stream.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
+  expect(before.stream.frames.filter((f) => f.type === 'text_delta').map((f) => f.delta).join('')).toBe('Partial ');
+  await before.tool.until((s) => s.has('tool_started'), 'tool_started');
+  await poll(() => effectsOf(first, sessions.tool), (effects) => effects['charge'] === 1, 'the charge');
+  await before.permission.until((s) => s.has('permission_requested'), 'permission_requested');
+  const waiting = await poll(() => statusOf(first, sessions.permission), (s) => s.state === 'waiting_permission', 'waiting');
+  await poll(() => statusOf(first, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting (abort)');
+  const steerWait = await poll(() => statusOf(first, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting (steer)');
+  await before.auto.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas (auto)');
+
+  // (8) Last, as its sleep is short: the durable tool call, killed while it sleeps.
+  const started = await api<{ status: string }>(first, 'POST', `/v1/sessions/${sessions.sleep}/runs/run-1/tool-calls`, {
+    agent: 'test-agent',
+    toolName: 'sleepy',
+    toolCallId: 'call-1',
+    input: { sleepMs: SLEEP_MS },
+  });
+  expect(started).toEqual({ status: 202, body: { runId: 'run-1', toolCallId: 'call-1', status: 'running' } });
+  await poll(
+    async () => (await api<DurabilityPage>(first, 'GET', `/v1/sessions/${sessions.sleep}/durability`)).body,
+    (page) => page.records.some((record) => record.kind === 'sleep'),
+    'the sleep record',
+  );
+  expect(await effectsOf(first, sessions.sleep)).toEqual({ first: 1 });
+
+  // The kill: wrangler and workerd, SIGKILL, then a start on the same port and storage.
+  await dev.kill('SIGKILL');
+  dev = undefined;
+  await Promise.all(subscribers.map((s) => s.until((x) => x.closed, 'the socket to drop', 10_000)));
+  await chatPage.locator('#conn-state', { hasText: 'reconnecting' }).waitFor({ timeout: 60_000 });
+  dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS, port });
+  const second = dev;
+  const readyAt = Date.now();
+  // No request reaches session 6 until the fixture model has been called again twice (by 6 and 7).
+  watchCalledAgain = setInterval(() => {
+    if (matrix !== undefined && matrix.calledAgainAt === undefined && occurrences(second.output(), CALLED_AGAIN) >= 2) matrix.calledAgainAt = Date.now();
+  }, 20);
+  const after: Matrix['after'] = {
+    stream: await Subscriber.open(second, sessions.stream, before.stream.lastCursor),
+    tool: await Subscriber.open(second, sessions.tool, before.tool.lastCursor),
+    permission: await Subscriber.open(second, sessions.permission, before.permission.lastCursor),
+  };
+  subscribers.push(...Object.values(after));
+  matrix = {
+    dev: second,
+    sessions,
+    requests,
+    permissionRequestId: waiting.pendingPermissions[0] as string,
+    steerPermissionId: steerWait.pendingPermissions[0] as string,
+    before,
+    after,
+    readyAt,
+    calledAgainAt: occurrences(second.output(), CALLED_AGAIN) >= 2 ? Date.now() : undefined,
+    chatPage,
+    chatPageErrors,
+  };
+}, 300_000);
+
+afterAll(async () => {
+  clearInterval(watchCalledAgain);
+  for (const subscriber of subscribers) subscriber.close();
+  await browser?.close();
+  await dev?.kill('SIGTERM');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+}, 60_000);
+
+function restarted(): Matrix {
+  if (matrix === undefined) throw new Error('the kill and restart in beforeAll failed');
+  return matrix;
+}
+
+describe('agent sessions in Durable Objects across one kill -9 of wrangler dev', () => {
   it('(6) EDGE_AUTO_RECOVERY_POLICY: a stream cut by the kill completes after the restart without any client request', async () => {
-    if (dev === undefined || devStorage === undefined) {
-      devStorage = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
-      dirs.push(devStorage);
-      dev = await startWranglerDev({ config: CONFIG, persistTo: devStorage, vars: VARS });
-    }
-    const sessionId = `e2e-auto-${Date.now().toString(36)}`;
-    const first = dev;
-    const before = await Subscriber.open(first, sessionId);
-    const subscribers = [before];
-    try {
-      const accepted = await api<{ requestId: string }>(first, 'POST', `/v1/sessions/${sessionId}/requests`, { commandId: 'cmd-auto', input: 'hang-once' });
-      expect(accepted.status).toBe(202);
-      await before.until((s) => s.frames.filter((f) => f.type === 'text_delta').length === 2, 'two deltas');
+    const m = restarted();
+    const { dev: second, before } = m;
+    const sessionId = m.sessions.auto;
+    // 15 s: generous for the short watchdog, and less than the 19-26 s a 30 s watchdog took after a restart.
+    await poll(async () => m.calledAgainAt, (at) => at !== undefined, 'the model to be called again without a client request', 15_000 - (Date.now() - m.readyAt));
+    console.log(`edge auto-recovery: the model was called again ${(m.calledAgainAt ?? 0) - m.readyAt} ms after wrangler dev was ready`);
 
-      await dev.kill('SIGKILL');
-      dev = undefined;
-      await before.until((s) => s.closed, 'the socket to drop', 10_000);
-      dev = await startWranglerDev({ config: CONFIG, persistTo: devStorage, vars: VARS });
-      const second = dev;
-      const ready = Date.now();
-      // No request reaches the object now: only its alarm can wake it. The fixture model prints
-      // this line when it is called again. 15 s: generous for the short watchdog, and less than
-      // the 19-26 s a 30 s watchdog took after a restart.
-      const marker = 'edge-test-agent: hang-once called again';
-      await poll(async () => second.output(), (output) => output.includes(marker), 'the model to be called again without a client request', 15_000);
-      console.log(`edge auto-recovery: the model was called again ${Date.now() - ready} ms after wrangler dev was ready`);
+    const after = await Subscriber.open(second, sessionId, before.auto.lastCursor);
+    subscribers.push(after);
+    await after.until((s) => s.has('request_completed'), 'the request to complete');
+    const log = await logOf(second, sessionId);
+    const starts = log.filter((e) => e.type === 'model_request_started');
+    expect(starts).toHaveLength(2);
+    expect(log.filter((e) => e.type === 'model_request_aborted').map((e) => [e.modelAttemptId, e.data])).toEqual([
+      [starts[0]?.modelAttemptId, { reason: 'process_restart' }],
+    ]);
+    expect(log.filter((e) => e.type === 'request_accepted')).toHaveLength(1);
+    expect(finalText(log)).toBe('Recovered answer');
+    expect(await effectsOf(second, sessionId)).toEqual({ 'hang-once': 1 });
+    expectGapless(before.auto, after, log);
+  }, 60_000);
 
-      const after = await Subscriber.open(second, sessionId, before.lastCursor);
-      subscribers.push(after);
-      await after.until((s) => s.has('request_completed'), 'the request to complete');
-      const log = await logOf(second, sessionId);
-      const starts = log.filter((e) => e.type === 'model_request_started');
-      expect(starts).toHaveLength(2);
-      expect(log.filter((e) => e.type === 'model_request_aborted').map((e) => [e.modelAttemptId, e.data])).toEqual([
-        [starts[0]?.modelAttemptId, { reason: 'process_restart' }],
-      ]);
-      expect(log.filter((e) => e.type === 'request_accepted')).toHaveLength(1);
-      expect(finalText(log)).toBe('Recovered answer');
-      expect(await effectsOf(second, sessionId)).toEqual({ 'hang-once': 1 });
-      expectGapless(before, after, log);
-    } finally {
-      for (const subscriber of subscribers) subscriber.close();
-    }
-  }, 180_000);
+  it('(1) parks a cut model stream as the plan says, and does not call the model again', async () => {
+    const { dev: second, sessions, before, after } = restarted();
+    const parkedStream = await poll(() => statusOf(second, sessions.stream), (s) => s.state === 'needs_recovery', 'parked stream');
+    expect(parkedStream.plan?.action).toBe('reconcile_model_outcome');
+    const streamLog = await logOf(second, sessions.stream);
+    expect(streamLog.filter((e) => e.type === 'model_request_started')).toHaveLength(1);
+    expect(streamLog.map((e) => e.type)).not.toContain('model_request_completed');
+    expectGapless(before.stream, after.stream, streamLog);
+    expect(after.stream.frames.some((f) => f.type === 'partial_response' || f.type === 'text_delta')).toBe(false);
+  }, 60_000);
+
+  it('(2) never repeats a non_idempotent tool: surfaced, reconciled by an operator, then the run ends', async () => {
+    const { dev: second, sessions, before, after } = restarted();
+    const stamp = Date.now().toString(36);
+    const parkedTool = await poll(() => statusOf(second, sessions.tool), (s) => s.state === 'needs_recovery', 'parked tool');
+    expect(parkedTool.plan?.action).toBe('reconcile_tool_outcomes');
+    const unknown = parkedTool.plan?.unknownToolAttempts ?? [];
+    expect(unknown.map((tool) => tool.toolName)).toEqual(['charge']);
+    expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
+    const lease = await api<{ leaseId: string; ownerId: string; fencingToken: number }>(second, 'POST', `/v1/sessions/${sessions.tool}/lease/acquire`, {
+      ownerId: 'operator',
+      leaseId: `op-${stamp}`,
+      ttlMs: 60_000,
+    });
+    expect(lease.status).toBe(200);
+    const fence = { leaseId: lease.body.leaseId, ownerId: lease.body.ownerId, fencingToken: lease.body.fencingToken };
+    const reconciled = await api(second, 'POST', `/v1/sessions/${sessions.tool}/recovery/reconcile-tool-outcome`, {
+      commandId: `reconcile-${stamp}`,
+      toolAttemptId: unknown[0]?.toolAttemptId,
+      outcome: { status: 'completed', result: { charged: 5 } },
+      executionFence: fence,
+    });
+    expect(reconciled.status).toBe(200);
+    expect((await api(second, 'POST', `/v1/sessions/${sessions.tool}/lease/release`, { fence })).status).toBe(200);
+    await after.tool.until((s) => s.has('request_completed'), 'the reconciled run to finish');
+    const toolLog = await logOf(second, sessions.tool);
+    expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
+    expect(finalText(toolLog)).toBe('Done: {"charged":5}');
+    expectGapless(before.tool, after.tool, toolLog);
+  }, 60_000);
+
+  it('(3) resumes a waiting permission with the answer', async () => {
+    const { dev: second, sessions, before, after, permissionRequestId } = restarted();
+    const answer = await api(second, 'POST', `/v1/sessions/${sessions.permission}/permissions/${permissionRequestId}`, { decision: 'allow' });
+    expect(answer).toEqual({ status: 200, body: { permissionRequestId, decision: 'allow', created: true } });
+    await after.permission.until((s) => s.has('request_completed'), 'the permitted run to finish');
+    const permissionLog = await logOf(second, sessions.permission);
+    expect(await effectsOf(second, sessions.permission)).toEqual({ approved: 1 });
+    expect(finalText(permissionLog)).toBe('Done: {"approved":"deploy"}');
+    expectGapless(before.permission, after.permission, permissionLog);
+  }, 60_000);
+
+  it('(4) aborts a Request while the restarted instance presents its permission again', async () => {
+    const { dev: second, sessions, requests } = restarted();
+    const abortId = requests.abort?.requestId as string;
+    const again = await poll(() => statusOf(second, sessions.abort), (s) => s.state === 'waiting_permission', 'waiting again (abort)');
+    expect(again.activeRequestId).toBe(abortId);
+    const aborted = await api(second, 'POST', `/v1/sessions/${sessions.abort}/requests/${abortId}/abort`, {});
+    expect(aborted).toEqual({ status: 200, body: { requestId: abortId, status: 'interrupted' } });
+    const abortLog = await logOf(second, sessions.abort);
+    expect(abortLog.filter((e) => e.type === 'request_interrupted').map((e) => e.data)).toEqual([{ reason: 'user_abort' }]);
+    expect(await effectsOf(second, sessions.abort)).toEqual({});
+  }, 60_000);
+
+  it('(5) steers a Request waiting for a permission again: answered at once, applied after the answer', async () => {
+    const { dev: second, sessions, requests, steerPermissionId } = restarted();
+    await poll(() => statusOf(second, sessions.steer), (s) => s.state === 'waiting_permission', 'waiting again (steer)');
+    const steered = await api<{ inputId: string; requestId: string }>(second, 'POST', `/v1/sessions/${sessions.steer}/inputs`, { input: 'also mention the weather' });
+    expect(steered).toMatchObject({ status: 202, body: { requestId: requests.steer?.requestId } });
+    await api(second, 'POST', `/v1/sessions/${sessions.steer}/permissions/${steerPermissionId}`, { decision: 'allow' });
+    const steerLog = await poll(() => logOf(second, sessions.steer), (log) => log.some((e) => e.type === 'request_completed'), 'the steered run to finish');
+    const applied = steerLog.filter((e) => e.type === 'input_applied');
+    expect(applied.map((e) => e.data['inputId'])).toEqual([requests.steer?.inputId, steered.body.inputId]);
+    expect(applied[1]?.data['input']).toBe('also mention the weather');
+  }, 60_000);
+
+  it('(7) the chat page finishes the answer by itself after the restart and shows the recovery', async () => {
+    const { chatPage: page, chatPageErrors } = restarted();
+    // Nobody touches the page: it reconnects, and the object's alarm finishes the request.
+    const answer = page.locator('li.assistant');
+    const texts = page.locator('li.assistant .text');
+    await answer.and(page.locator('.done')).waitFor({ timeout: 60_000 });
+    expect(await texts.allTextContents()).toEqual(['Partial ', 'Recovered answer']);
+    expect(await texts.first().getAttribute('class')).toContain('cut');
+    const notes = await answer.locator('.note.recovery').allTextContents();
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toContain('The model call was cut (process_restart');
+    expect(await page.locator('li.user').allTextContents()).toEqual(['hang-once']);
+    expect(await page.locator('#conn-state').textContent()).toBe('live');
+    expect(chatPageErrors).toEqual([]);
+  }, 120_000);
+
+  it('(8) completes a durable tool call that was sleeping when the dev process group was killed, each effect once', async () => {
+    const { dev: second, sessions } = restarted();
+    const session = sessions.sleep;
+    const state = await poll(
+      async () => (await api<RunState>(second, 'GET', `/v1/sessions/${session}/runs/run-1`)).body,
+      (run) => run.status !== 'running',
+      'the run to finish after the restart',
+    );
+    expect(state.status).toBe('completed');
+    expect(state.toolCalls[0]?.result).toEqual({ first: { at: 'first' }, second: { at: 'second' } });
+    expect(await effectsOf(second, session)).toEqual({ first: 1, second: 1 });
+    const records = (await api<DurabilityPage>(second, 'GET', `/v1/sessions/${session}/durability`)).body.records;
+    expect(records.map((r) => `${r.kind}:${r.key}`)).toEqual(['step:first', 'sleep:nap', 'run_event:sleep-elapsed-2', 'step:second', 'run_event:run']);
+  }, 60_000);
 
   it('lets the inspector page in Chromium allow a pending permission of the agent, which then finishes the run', async () => {
-    if (dev === undefined) {
-      const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
-      dirs.push(persistTo);
-      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
-    }
-    const server = dev;
+    const { dev: server, chatPage } = restarted();
     const sessionId = `e2e-inspect-${Date.now().toString(36)}`;
     await api(server, 'POST', `/v1/sessions/${sessionId}/requests`, { commandId: 'cmd-inspect', input: 'permission' });
     await poll(() => statusOf(server, sessionId), (s) => s.state === 'waiting_permission', 'waiting (inspector)');
-    const browser = await launchChromium();
-    try {
-      const page = await browser.newPage();
-      const pageUrl = `${server.url}/v1/sessions/${sessionId}/inspect`;
-      await page.goto(pageUrl);
-      await page.fill('#token', ADMIN_TOKEN);
-      await Promise.all([page.waitForURL(pageUrl), page.click('#sign-in')]);
-      await page.locator('.plan-item[data-kind="permission"] button.allow').click({ timeout: 20_000 });
-      await page.locator('#action-status.ok').waitFor({ timeout: 20_000 });
-      expect(await page.locator('#action-status').textContent()).toContain('resolve-permission: allow');
-    } finally {
-      await browser.close();
-    }
+    // A page of the chat page's context: in this single-process Chromium the pages of a second
+    // context sent no cookie with their fetch() calls (the action answered 401).
+    const page = await chatPage.context().newPage();
+    const pageUrl = `${server.url}/v1/sessions/${sessionId}/inspect`;
+    await page.goto(pageUrl);
+    await page.fill('#token', ADMIN_TOKEN);
+    await Promise.all([page.waitForURL(pageUrl), page.click('#sign-in')]);
+    await page.locator('.plan-item[data-kind="permission"] button.allow').click({ timeout: 20_000 });
+    const status = page.locator('#action-status');
+    await page.locator('#action-status.ok, #action-status.error').waitFor({ timeout: 20_000 }).catch(async (error: unknown) => {
+      throw new Error(`no answer to the action; status "${await status.textContent()}"`, { cause: error });
+    });
+    expect(await status.textContent()).toContain('resolve-permission: allow');
     await poll(() => logOf(server, sessionId), (log) => log.some((e) => e.type === 'request_completed'), 'the allowed run to finish');
     expect(await effectsOf(server, sessionId)).toEqual({ approved: 1 });
   }, 120_000);
 
   it('answers 413 to a 73 MiB append, with and without a Content-Length, and serves the next request', async () => {
-    if (dev === undefined) {
-      const persistTo = mkdtempSync(path.join(tmpdir(), 'agent-ledger-edge-e2e-'));
-      dirs.push(persistTo);
-      dev = await startWranglerDev({ config: CONFIG, persistTo, vars: VARS });
-    }
-    const server = dev;
+    const { dev: server } = restarted();
     const size = 73 * 1024 * 1024;
     const head = new TextEncoder().encode('{"events":[{"type":"custom","data":{"s":"');
     const chunk = new Uint8Array(1024 * 1024).fill(0x61);
