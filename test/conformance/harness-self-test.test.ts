@@ -34,7 +34,16 @@ function wrap(inner: MemoryDurableEventStore, overrides: Partial<DurableSessionS
   };
 }
 
-/** Options running on a manual clock (no real sleeping) with the given store. */
+/**
+ * The byte-budget check appends ten events of almost 1 MiB: two thirds of a memory store's run.
+ * The broken stores below break other rules, and memory.test.ts runs it on the memory store, so
+ * the self-tests leave it out.
+ */
+const BULKY: StoreConformanceOptions<DurableEventStore>['skip'] = [
+  { reason: 'ten 1 MiB events; run by memory.test.ts', checks: ['read-pages-bounded-by-bytes'] },
+];
+
+/** Options running on a manual clock (no real sleeping) with the given store (without {@link BULKY}). */
 function manualClockOptions<S extends DurableEventStore>(
   build: (clock: () => number) => S,
   extra: Partial<StoreConformanceOptions<S>> = {},
@@ -48,6 +57,7 @@ function manualClockOptions<S extends DurableEventStore>(
     advanceClock: (_store, ms) => {
       nowMs += ms;
     },
+    skip: BULKY,
     ...extra,
   };
 }
@@ -294,7 +304,7 @@ describe('the runner', () => {
       read: inner.read.bind(inner),
       getHeadSequence: inner.getHeadSequence.bind(inner),
     };
-    const result = await runStoreConformance({ createStore: () => plain });
+    const result = await runStoreConformance({ createStore: () => plain, skip: BULKY });
     const reasons = new Map(result.skipped.map((entry) => [entry.check, entry.reason]));
     expect(reasons.get('lease-acquire-issues-token-one')).toMatch(/DurableExecutionLeaseStore/);
     expect(reasons.get('watch-notifies-after-commit')).toMatch(/watch/);
