@@ -52,7 +52,7 @@ describe('runStoreConformance against DurableObjectEventStore (workerd)', () => 
     expect(result.skipped.map((s) => s.check).sort()).toEqual([...watchChecks].sort());
     expect(result.checks.length + result.skipped.length).toBe(all.length);
     expect(result.checks).toEqual(expect.arrayContaining(journalConformanceChecks.map((c) => c.name)));
-  });
+  }, 120_000); // a hang guard: about 90 checks over RPC took over 30 s with both cores saturated
 
   it('passes the lease handle and recovery suites', async () => {
     const extraChecks = [...leaseHandleConformanceChecks, ...recoveryConformanceChecks];
@@ -67,7 +67,7 @@ describe('runStoreConformance against DurableObjectEventStore (workerd)', () => 
       sessionPrefix: 'do-lease-recovery',
     });
     expect(result.checks).toEqual(extraChecks.map((check) => check.name));
-  });
+  }, 120_000); // a hang guard, as above: the lease handle checks sleep about 5 TTLs of 2 s
 
   it('satisfies both store contracts at the type level', () => {
     const store = new DurableObjectEventStore(env.SESSIONS) satisfies DurableEventStore & DurableExecutionLeaseStore;
