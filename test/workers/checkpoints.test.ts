@@ -17,6 +17,9 @@ import { CommandId, EventId, EventSequence } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { freshSessionId, stubFor } from './session-object-helpers.js';
 
+/** Just over one RPC value (32 MiB), which is all the sliced paths below need: three slices of at most 16 MiB. */
+const OVER_ONE_RPC_VALUE = 33 * 1024 * 1024;
+
 describe('SessionObject checkpoints', () => {
   it('writes a checkpoint on its own after enough appends, and a cold start opens from it', async () => {
     const store = new DurableObjectEventStore(env.SESSIONS);
@@ -88,7 +91,7 @@ describe('SessionObject checkpoints', () => {
     const store = new DurableObjectEventStore(env.SESSIONS);
     const sessionId = freshSessionId('checkpoint-big');
     await appendCycles(store, sessionId, 0, 1);
-    const data = new Uint8Array(40 * 1024 * 1024);
+    const data = new Uint8Array(OVER_ONE_RPC_VALUE);
     for (let index = 0; index < data.length; index += 997) data[index] = (index >>> 3) & 255;
     const record: DurableCheckpointRecord = { sequence: EventSequence(1), eventId: EventId('big-record'), data };
     // One RPC value cannot hold it: the client sends three slices of at most 16 MiB.
@@ -96,7 +99,7 @@ describe('SessionObject checkpoints', () => {
     const read = await store.readCheckpoint(sessionId);
     expect(read?.eventId).toBe('big-record');
     expect(read?.data.length).toBe(data.length);
-    // Compared by hand: the matcher's deep equality on 40 MiB exhausts the runtime's heap.
+    // Compared by hand: the matcher's deep equality on tens of MiB exhausts the runtime's heap.
     let firstDifference = -1;
     for (let index = 0; index < data.length; index++) {
       if (read?.data[index] !== data[index]) {
@@ -119,8 +122,8 @@ describe('SessionObject checkpoints', () => {
     expect(store.checkpointExtension).toBe(true);
     const sessionId = freshSessionId('checkpoint-big-extension');
     await appendCycles(store, sessionId, 0, 1);
-    const baseBytes = 40 * 1024 * 1024;
-    // One buffer holds the extended record; the object first stores its 40 MiB prefix itself.
+    const baseBytes = OVER_ONE_RPC_VALUE;
+    // One buffer holds the extended record; the object first stores its 33 MiB prefix itself.
     const data = new Uint8Array(baseBytes + 1024);
     for (let index = 0; index < data.length; index += 997) data[index] = (index >>> 3) & 255;
     for (let index = baseBytes; index < data.length; index++) data[index] = (index * 7) & 255;
