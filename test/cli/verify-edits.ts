@@ -59,12 +59,19 @@ function indexOfType(events: readonly DurableEventEnvelope[], type: string): num
   return index;
 }
 
+/**
+ * The check of `verify` that sees an edit: the checkpoint's digest of events 1-33, the checkpoint
+ * standing past the end of the log, or the projector refusing an event.
+ */
+export type EditCheck = 'checkpoint digest' | 'checkpoint past the end' | 'projection';
+
 /** One edit: a name, what it does to the stored events, and the place `verify` must name. */
 export interface LogEdit {
   name: string;
   apply(events: DurableEventEnvelope[]): DurableEventEnvelope[];
   /** What the output of `verify` must match. */
   place: RegExp;
+  check: EditCheck;
 }
 
 /** Every kind of edit, on a log whose checkpoint stands at its head. */
@@ -74,11 +81,13 @@ export const LOG_EDITS: readonly LogEdit[] = [
     apply: (events) =>
       events.map((event) => (event.type === 'tool_completed' ? ({ ...event, data: { ...event.data, result: { status: 'dune' } } } as DurableEventEnvelope) : event)),
     place: /checkpoint at sequence 33: events 1-33 are not the ones .*digest mismatch/,
+    check: 'checkpoint digest',
   },
   {
     name: 'an envelope field (occurredAt of event 3)',
     apply: (events) => events.map((event) => (event.sequence === 3 ? { ...event, occurredAt: '2020-01-01T00:00:00.000Z' } : event)),
     place: /checkpoint at sequence 33: events 1-33 are not the ones .*digest mismatch/,
+    check: 'checkpoint digest',
   },
   {
     name: 'an added event (a copy of event 2, with its own ID, as event 3)',
@@ -87,16 +96,19 @@ export const LOG_EDITS: readonly LogEdit[] = [
       return renumbered([...events.slice(0, 2), copy, ...events.slice(2)]);
     },
     place: /sequence 3: /,
+    check: 'projection',
   },
   {
     name: 'a removed event (event 20)',
     apply: (events) => renumbered(events.filter((event) => event.sequence !== 20)),
     place: /checkpoint at sequence 33: the log ends at sequence 32, .*event 33 was removed/,
+    check: 'checkpoint past the end',
   },
   {
     name: 'the last event removed (the one the checkpoint stands at)',
     apply: (events) => events.slice(0, -1),
     place: /checkpoint at sequence 33: the log ends at sequence 32, .*event 33 was removed/,
+    check: 'checkpoint past the end',
   },
   {
     name: 'two events reordered (the end of the first Request and the acceptance of the second)',
@@ -107,13 +119,26 @@ export const LOG_EDITS: readonly LogEdit[] = [
       return renumbered(swapped);
     },
     place: /sequence 9: request_accepted breaks the projection/,
+    check: 'projection',
   },
   {
     name: 'two Requests reordered (events 2-9 and 10-17 swapped)',
     apply: (events) => renumbered([events[0] as DurableEventEnvelope, ...events.slice(9, 17), ...events.slice(1, 9), ...events.slice(17)]),
     place: /checkpoint at sequence 33: events 1-33 are not the ones .*digest mismatch/,
+    check: 'checkpoint digest',
   },
 ];
+
+/**
+ * Whether a backend whose `verify` reads the log through the store (`verifyThroughStore`: SQLite,
+ * PostgreSQL) runs `edit` in `npm test`: the first edit of each {@link EditCheck} does. The
+ * others reach the same check through the same reads of the same store, so they run there only
+ * in `npm run test:deep` (`deep`); every edit still runs in `npm test` on JSONL lines, whose
+ * verify checks the raw lines of each one too (one run of the CLI over the whole store).
+ */
+export function editRunsOnEveryBackend(edit: LogEdit, deep: boolean): boolean {
+  return deep || LOG_EDITS.find((other) => other.check === edit.check) === edit;
+}
 
 /** The sequence of the checkpoint {@link seedPastCheckpoint} writes (when it writes one). */
 export const EARLY_CHECKPOINT = 28;
@@ -155,3 +180,13 @@ export const ROW_EDITS: readonly RowEdit[] = [
     place: /sequence 31: .*digest/,
   },
 ];
+
+/**
+ * Which of the two sessions (`true`: a checkpoint at {@link EARLY_CHECKPOINT}; `false`: none) row
+ * edit `index` runs on: in `npm test` the first edit after the checkpoint and the second without
+ * one (the per-event digest check is the same for both edits; each edit and each session is still
+ * covered); every edit on both in `npm run test:deep` (`deep`).
+ */
+export function rowEditSessions(index: number, deep: boolean): boolean[] {
+  return deep ? [true, false] : [index % 2 === 0];
+}
