@@ -18,6 +18,7 @@ import { isDurableExecutionLeaseTimeoutError } from '../../src/protocol/errors.j
 import { SessionId, WorkerId } from '../../src/protocol/ids.js';
 import { isStopped, startHolder, type Holder, type HolderLine } from './child-process.js';
 import { codeOf, sleep, tagged, tagOf, waitUntil } from './helpers.js';
+import { sized } from '../deep.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'lease-processes-'));
 const running: Holder[] = [];
@@ -41,6 +42,11 @@ const TTL_MS = 4_000;
 const HEARTBEAT_MS = 1_000;
 /** Bound on any single wait for a child's line (a child's tsx start-up on a saturated host included). */
 const WAIT_MS = 60_000;
+/**
+ * Acquisitions per churn worker: two are enough for every worker to stall past the TTL (the holder
+ * forces a stall in its second round at the latest) while the others take over; test:deep runs three.
+ */
+const CHURN_ROUNDS = sized(2, 3);
 
 function holder(config: Record<string, unknown>): Holder {
   const started = startHolder({ root, ttlMs: TTL_MS, heartbeatMs: HEARTBEAT_MS, ...config });
@@ -174,7 +180,7 @@ describe('execution leases across processes (JSONL)', () => {
   it('under churn (takeovers, releases, stalls past the TTL) no append lands with a stale token', async () => {
     const sessionId = SessionId('churn');
     const workers = ['w0', 'w1', 'w2'].map((owner) =>
-      holder({ sessionId, owner, mode: 'churn', ttlMs: 2_000, heartbeatMs: 500, rounds: 3, stallMarginMs: 500 }),
+      holder({ sessionId, owner, mode: 'churn', ttlMs: 2_000, heartbeatMs: 500, rounds: CHURN_ROUNDS, stallMarginMs: 500 }),
     );
     const exits = await Promise.all(workers.map((w) => w.exited));
     for (const [index, exit] of exits.entries()) {
