@@ -1,81 +1,56 @@
 /**
  * The package as a user gets it: `npm pack` (its `prepack` builds `dist/`), then the tarball
- * installed offline into fresh projects (test/package/harness.ts), then:
+ * installed offline into fresh projects (test/package/harness.ts, test/package/consumer.ts), then:
  *
  * 1. every entry point of the `exports` map imported from a plain `.mjs` with plain `node`, and
  *    the README's Node snippets compiled and run there (the Quick start on JSONL);
- * 2. the optional peers really optional: the JSONL store works with better-sqlite3 absent, the
+ * 2. the README client snippet run with plain node against the user's Worker of 5, built from the
+ *    installed package and served locally by workerd;
+ * 3. the optional peers really optional: the JSONL store works with better-sqlite3 absent, the
  *    SQLite store with fs-native-extensions absent, and the missing one fails with a typed error
  *    naming the package to install;
- * 3. a TypeScript consumer type-checked with `strict`, `exactOptionalPropertyTypes` and
+ * 4. a TypeScript consumer type-checked with `strict`, `exactOptionalPropertyTypes` and
  *    `noUncheckedIndexedAccess` against the shipped `.d.ts` (`skipLibCheck: false`), under
- *    `moduleResolution` `nodenext` and `bundler`, for Node and for Workers;
- * 4. a user's Worker (SessionObject subclass, the exported app when there is one) bundled by
+ *    `moduleResolution` `nodenext`, for Node and for Workers (the two programs run side by side);
+ * 5. a user's Worker (SessionObject subclass, the exported app when there is one) bundled by
  *    `wrangler deploy --dry-run`;
- * 5. publint (strict) and attw (ESM-only profile) on the tarball;
- * 6. the published package.json without the repository's scripts (scripts/publish-manifest.ts),
+ * 6. publint (strict) and attw (ESM-only profile: every entry resolved as `node16` ESM and as
+ *    `bundler`) on the tarball;
+ * 7. the published package.json without the repository's scripts (scripts/publish-manifest.ts),
  *    and every `@types/*` package the consumer's compile pulls in (for the shipped `.d.ts` or a
  *    README snippet) named in the README.
  *
- * One pack and one install per project are shared by every test of this file. Entries declared in
- * `package.json` whose source has not landed yet are skipped with a warning.
+ * package.deep.test.ts (`npm run test:deep`) adds the `bundler`-resolution type-checks and the
+ * examples' own `npm test`. One pack and one install per project are shared by every test of this
+ * file. Entries declared in `package.json` whose source has not landed yet are skipped with a
+ * warning.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageEntries, type PackageEntry } from '../../scripts/package-entries.js';
+import { packageEntries } from '../../scripts/package-entries.js';
 import { checkPackedTarball } from '../../scripts/check-package.js';
-import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, runOk, type ConsumerManifest, type PackedPackage } from './harness.js';
+import { installConsumer, offlineEnv, packPackage, ROOT, runOk, type PackedPackage } from './harness.js';
+import { installNodeConsumer, pinned, presentEntries, writeJson, type Consumer } from './consumer.js';
 import { readmeSnippets } from './readme-snippets.js';
 import { BACKUP, publishedManifest, UNPUBLISHED_FIELDS } from '../../scripts/publish-manifest.js';
 import { startLocalWorker } from '../http/local-worker.js';
 
-const FIXTURES = path.join(ROOT, 'test', 'package', 'fixtures');
 const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-'));
-const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
-  packages: Record<string, { version: string }>;
-};
-/** The version the repository installed of `name` (consumers install the same, offline). */
-function pinned(name: string): string {
-  const entry = lock.packages[`node_modules/${name}`];
-  if (entry === undefined) throw new Error(`${name} is not in package-lock.json`);
-  return entry.version;
-}
-
 const entries = packageEntries();
-const present = entries.filter((entry) => entry.present);
-for (const entry of entries.filter((e) => !e.present)) {
-  console.warn(`[package test] skipping ${entry.name} (${entry.specifier}): ${entry.source} does not exist yet`);
-}
+const present = presentEntries();
 
 let packed: PackedPackage;
-/** Node consumer: agent-ledger + the optional peers except better-sqlite3 (fs-native-extensions, pg) + types for tsc. */
-const app = path.join(work, 'app');
+/** Node consumer with the user's Worker, without better-sqlite3 (test/package/consumer.ts). */
+let consumer: Consumer;
+let app: string;
 /** Node consumer with better-sqlite3 and without fs-native-extensions. */
 const sqliteApp = path.join(work, 'sqlite-app');
 
-function writeJson(file: string, value: unknown): void {
-  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
-}
-
 beforeAll(async () => {
   packed = await packPackage(path.join(work, 'pack'));
-  mkdirSync(app);
-  cpSync(path.join(FIXTURES, 'consumer'), app, { recursive: true });
-  writeJson(path.join(app, 'package.json'), {
-    name: 'consumer-app',
-    private: true,
-    type: 'module',
-    dependencies: { 'agent-ledger': '*', 'fs-native-extensions': pinned('fs-native-extensions'), pg: pinned('pg'), ws: pinned('ws') },
-    devDependencies: {
-      '@types/node': pinned('@types/node'),
-      '@types/pg': pinned('@types/pg'),
-      '@types/ws': pinned('@types/ws'),
-      '@cloudflare/workers-types': pinned('@cloudflare/workers-types'),
-    },
-  });
   mkdirSync(sqliteApp);
   writeJson(path.join(sqliteApp, 'package.json'), {
     name: 'consumer-sqlite-app',
@@ -83,7 +58,11 @@ beforeAll(async () => {
     type: 'module',
     dependencies: { 'agent-ledger': '*', 'better-sqlite3': pinned('better-sqlite3') },
   });
-  await Promise.all([installConsumer(app, packed), installConsumer(sqliteApp, packed)]);
+  [consumer] = await Promise.all([installNodeConsumer(path.join(work, 'app'), packed), installConsumer(sqliteApp, packed)]);
+  app = consumer.dir;
+  // Both programs start now and run beside the tests that do not need them; the tests await them.
+  void consumer.typeCheck('node.nodenext');
+  void consumer.typeCheck('worker.nodenext');
 }, 360_000);
 
 afterAll(async () => {
@@ -126,42 +105,6 @@ describe('the tarball', () => {
   }, 120_000);
 });
 
-const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const checked = new Map<string, Promise<string>>();
-let sourcesWritten = false;
-
-/** Writes the generated consumer sources (every present entry, README snippets, the Worker). */
-function writeConsumerSources(): void {
-  const lines = present
-    .filter((entry: PackageEntry) => entry.kind === 'export' && !entry.workersOnly)
-    .map((entry, index) => `import * as entry${index} from '${entry.specifier}';\nexport { entry${index} };`);
-  writeFileSync(path.join(app, 'src', 'all-entries.ts'), `${lines.join('\n')}\n`);
-  mkdirSync(path.join(app, 'snippets'), { recursive: true });
-  for (const snippet of readmeSnippets().filter((s) => s.runner === 'node' || s.runner === 'client' || s.runner === 'compile')) {
-    writeFileSync(path.join(app, 'snippets', `${snippet.name}.ts`), snippet.code);
-  }
-  prepareWorker();
-}
-
-/**
- * Runs tsc on `tsconfig.<program>.json` in the consumer once per file run; fails with its output.
- * Resolves to the list of the files the program read (`--listFiles`).
- */
-function typeCheck(program: string): Promise<string> {
-  let pending = checked.get(program);
-  if (pending === undefined) {
-    pending = (async () => {
-      if (!sourcesWritten) writeConsumerSources();
-      sourcesWritten = true;
-      const result = await run(process.execPath, [TSC, '-p', `tsconfig.${program}.json`, '--listFiles'], { cwd: app, env: offlineEnv(), timeoutMs: 120_000 });
-      if (result.code !== 0) throw new Error(`tsc -p tsconfig.${program}.json failed:\n${result.output}`);
-      return result.output;
-    })();
-    checked.set(program, pending);
-  }
-  return pending;
-}
-
 describe('plain node', () => {
   it('imports every entry point of the exports map from a .mjs', async () => {
     const exported = present.filter((entry) => entry.kind === 'export');
@@ -199,7 +142,7 @@ catch (error) { results[${JSON.stringify(entry.specifier)}] = { code: error.code
   it('runs the README Node snippets (compiled by the nodenext program below) with plain node in an empty directory', async () => {
     const snippets = readmeSnippets().filter((snippet) => snippet.runner === 'node');
     expect(snippets.map((s) => s.name)).toContain('quick-start');
-    await typeCheck('node.nodenext');
+    await consumer.typeCheck('node.nodenext');
     for (const snippet of snippets) {
       const dataDir = mkdtempSync(path.join(work, `run-${snippet.name}-`));
       const output = await runOk(process.execPath, [path.join(app, 'out', 'snippets', `${snippet.name}.js`)], {
@@ -209,15 +152,16 @@ catch (error) { results[${JSON.stringify(entry.specifier)}] = { code: error.code
       });
       for (const expected of snippet.expectOutput) expect(output, snippet.name).toContain(expected);
     }
-  }, 180_000);
+  }, 240_000);
 });
 
 describe('the README client snippet', () => {
-  it('runs with plain node against a locally started Worker (the repository app)', async () => {
+  it("runs with plain node against the user's Worker built from the installed package, served locally", async () => {
     const snippets = readmeSnippets().filter((snippet) => snippet.runner === 'client');
     expect(snippets.length).toBeGreaterThan(0);
-    await typeCheck('node.nodenext');
-    const worker = await startLocalWorker();
+    await consumer.typeCheck('node.nodenext');
+    // The consumer's wrangler.toml: its MySessionObject and fetch handler, bundled from node_modules/agent-ledger.
+    const worker = await startLocalWorker({ config: path.join(app, 'wrangler.toml') });
     try {
       for (const snippet of snippets) {
         const output = await runOk(process.execPath, [path.join(app, 'out', 'snippets', `${snippet.name}.js`)], {
@@ -227,10 +171,13 @@ describe('the README client snippet', () => {
         });
         for (const expected of snippet.expectOutput) expect(output, snippet.name).toContain(expected);
       }
+      // The user's own route beside the mounted app, on the same Durable Object namespace.
+      const head = await fetch(worker.href('/my/head?session=demo'));
+      expect(await head.json()).toEqual({ head: null });
     } finally {
       await worker.stop();
     }
-  }, 180_000);
+  }, 240_000);
 });
 
 describe('optional peer dependencies', () => {
@@ -290,34 +237,13 @@ try {
   });
 });
 
-/** Whether the packed worker entry exports `name` (pkg-surface adds the app and router). */
-function workerExports(name: string): boolean {
-  const declarations = path.join(app, 'node_modules', 'agent-ledger', 'dist', 'worker.d.ts');
-  return new RegExp(`\\b${name}\\b`).test(readFileSync(declarations, 'utf8'));
-}
-
-/** Fills the placeholders of the consumer Worker: mount the exported app once it exists. */
-function prepareWorker(): void {
-  const file = path.join(app, 'src', 'worker', 'worker.ts');
-  let source = readFileSync(file, 'utf8');
-  if (workerExports('createApp')) {
-    source = source
-      .replace('/*APP_IMPORT*/', "import { createApp } from 'agent-ledger/worker';")
-      .replace('/*APP_SETUP*/', 'const app = createApp();')
-      .replace('/*APP_FETCH*/', 'return app.fetch(request, env, ctx);');
-  } else {
-    console.warn('[package test] agent-ledger/worker exports no createApp yet: the consumer Worker mounts SessionObject and DurableObjectEventStore only');
-  }
-  writeFileSync(file, source);
-}
-
 describe('TypeScript consumer (strict, exactOptionalPropertyTypes)', () => {
   it('type-checks the Node consumer and the README snippets, nodenext, shipped .d.ts included', async () => {
-    await typeCheck('node.nodenext');
-  }, 120_000);
+    await consumer.typeCheck('node.nodenext');
+  }, 240_000);
 
   it('names in the README every @types package the Node consumer needs (for the shipped .d.ts or a snippet)', async () => {
-    const files = await typeCheck('node.nodenext');
+    const files = await consumer.typeCheck('node.nodenext');
     // `types: ["node"]` loads @types/node by itself; any other @types package is read only because
     // a shipped declaration or a README snippet imports its module.
     const needed = new Set([...files.matchAll(/node_modules\/(@types\/[^/]+)\//g)].map((match) => match[1] ?? ''));
@@ -326,21 +252,15 @@ describe('TypeScript consumer (strict, exactOptionalPropertyTypes)', () => {
     expect([...needed].sort()).toEqual(expect.arrayContaining(['@types/pg', '@types/ws']));
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
     for (const name of needed) expect(readme.includes(`\`${name}\``), `README names ${name}`).toBe(true);
-  }, 120_000);
+  }, 240_000);
 
   it('type-checks the user Worker with the Workers types, nodenext, shipped .d.ts included', async () => {
-    await typeCheck('worker.nodenext');
-  }, 120_000);
-
-  it('type-checks both consumers with moduleResolution bundler', async () => {
-    await typeCheck('node.bundler');
-    await typeCheck('worker.bundler');
-  }, 120_000);
+    await consumer.typeCheck('worker.nodenext');
+  }, 240_000);
 });
 
 describe('a user Worker', () => {
   it('bundles with wrangler deploy --dry-run, offline', async () => {
-    prepareWorker();
     const outdir = path.join(work, 'worker-bundle');
     const output = await runOk(process.execPath, [path.join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js'), 'deploy', '--dry-run', '--outdir', outdir], {
       cwd: app,
@@ -353,44 +273,4 @@ describe('a user Worker', () => {
     expect(bundle).toMatch(/MySessionObject = class extends SessionObject/);
     expect(bundle).not.toMatch(/from\s+["']node:/);
   }, 120_000);
-});
-
-/** Tools the repository provides on PATH instead of installing a second copy into each example. */
-const PROVIDED_TOOLS = new Set(['wrangler', 'typescript', 'tsx', 'vitest']);
-const EXAMPLES = path.join(ROOT, 'examples');
-const examples = existsSync(EXAMPLES)
-  ? readdirSync(EXAMPLES, { withFileTypes: true })
-      .filter((dirent) => dirent.isDirectory() && existsSync(path.join(EXAMPLES, dirent.name, 'package.json')))
-      .map((dirent) => dirent.name)
-      .sort()
-  : [];
-
-describe('examples (examples/README.md)', () => {
-  it('has examples', () => {
-    expect(examples).toContain('worker-app');
-  });
-
-  it.each(examples)('examples/%s: installs from the tarball offline and passes its own npm test', async (name) => {
-    const dir = path.join(work, 'examples', name);
-    cpSync(path.join(EXAMPLES, name), dir, {
-      recursive: true,
-      filter: (source) => !/[\\/](node_modules|\.wrangler|dist)([\\/]|$)/.test(path.relative(EXAMPLES, source)),
-    });
-    const manifestPath = path.join(dir, 'package.json');
-    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ConsumerManifest;
-    expect(manifest.dependencies?.['agent-ledger'] ?? manifest.devDependencies?.['agent-ledger'], 'depends on agent-ledger').toBeDefined();
-    expect((manifest['scripts'] as Record<string, string> | undefined)?.['test'], 'has a test script').toBeDefined();
-    if (manifest.devDependencies !== undefined) {
-      for (const tool of PROVIDED_TOOLS) delete manifest.devDependencies[tool];
-    }
-    writeJson(manifestPath, manifest);
-    await installConsumer(dir, packed);
-    const pathVariable = [path.join(ROOT, 'node_modules', '.bin'), process.env['PATH'] ?? ''].join(path.delimiter);
-    const result = await run(process.execPath, [npmCli(), 'test'], {
-      cwd: dir,
-      env: offlineEnv({ PATH: pathVariable }),
-      timeoutMs: 240_000,
-    });
-    expect(result.code, result.output).toBe(0);
-  }, 300_000);
 });

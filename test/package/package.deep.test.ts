@@ -1,0 +1,84 @@
+/**
+ * Heavier variants of test/package/package.test.ts, run by `npm run test:deep` only (its own pack
+ * and installs, test/package/consumer.ts):
+ *
+ * 1. The consumer type-checked under `moduleResolution: bundler` (Node and Worker programs). In
+ *    `npm test`, attw (ESM-only profile) resolves every entry's types as `bundler` on the same
+ *    tarball, the nodenext programs check the same consumer code and the shipped `.d.ts`, and
+ *    `wrangler deploy --dry-run` bundles the user's Worker through bundler resolution.
+ * 2. Every `examples/<name>/`: installed from the tarball offline, then its own `npm test`
+ *    (examples/README.md). In `npm test`, "a user Worker" and "the README client snippet"
+ *    type-check, bundle and serve (workerd) a user's SessionObject subclass with its own tool and
+ *    routes from the installed package, as worker-app does; "runs the README Node snippets" runs
+ *    the Quick start on JSONL from the installed package, as node-agent does, and the session's
+ *    kill -9 resume is proved from source by test/session and test/e2e.
+ *
+ * Each of the two files packs: run them in separate vitest runs (as `npm test` and `test:deep`
+ * do), never side by side, or two `npm pack` would rebuild dist/ at once.
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, type ConsumerManifest, type PackedPackage } from './harness.js';
+import { installNodeConsumer, writeJson, type Consumer } from './consumer.js';
+
+const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-deep-'));
+let packed: PackedPackage;
+let consumer: Consumer;
+
+beforeAll(async () => {
+  packed = await packPackage(path.join(work, 'pack'));
+  consumer = await installNodeConsumer(path.join(work, 'app'), packed);
+}, 360_000);
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true, maxRetries: 3 });
+}, 180_000);
+
+describe('TypeScript consumer, moduleResolution bundler', () => {
+  it('type-checks the Node consumer and the user Worker', async () => {
+    await Promise.all([consumer.typeCheck('node.bundler'), consumer.typeCheck('worker.bundler')]);
+  }, 240_000);
+});
+
+/** Tools the repository provides on PATH instead of installing a second copy into each example. */
+const PROVIDED_TOOLS = new Set(['wrangler', 'typescript', 'tsx', 'vitest']);
+const EXAMPLES = path.join(ROOT, 'examples');
+const examples = existsSync(EXAMPLES)
+  ? readdirSync(EXAMPLES, { withFileTypes: true })
+      .filter((dirent) => dirent.isDirectory() && existsSync(path.join(EXAMPLES, dirent.name, 'package.json')))
+      .map((dirent) => dirent.name)
+      .sort()
+  : [];
+
+describe('examples (examples/README.md)', () => {
+  it('has examples', () => {
+    expect(examples).toContain('worker-app');
+  });
+
+  it.each(examples)('examples/%s: installs from the tarball offline and passes its own npm test', async (name) => {
+    const dir = path.join(work, 'examples', name);
+    cpSync(path.join(EXAMPLES, name), dir, {
+      recursive: true,
+      filter: (source) => !/[\\/](node_modules|\.wrangler|dist)([\\/]|$)/.test(path.relative(EXAMPLES, source)),
+    });
+    const manifestPath = path.join(dir, 'package.json');
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as ConsumerManifest;
+    expect(manifest.dependencies?.['agent-ledger'] ?? manifest.devDependencies?.['agent-ledger'], 'depends on agent-ledger').toBeDefined();
+    expect((manifest['scripts'] as Record<string, string> | undefined)?.['test'], 'has a test script').toBeDefined();
+    if (manifest.devDependencies !== undefined) {
+      for (const tool of PROVIDED_TOOLS) delete manifest.devDependencies[tool];
+    }
+    writeJson(manifestPath, manifest);
+    await installConsumer(dir, packed);
+    const pathVariable = [path.join(ROOT, 'node_modules', '.bin'), process.env['PATH'] ?? ''].join(path.delimiter);
+    const result = await run(process.execPath, [npmCli(), 'test'], {
+      cwd: dir,
+      env: offlineEnv({ PATH: pathVariable }),
+      timeoutMs: 240_000,
+    });
+    expect(result.code, result.output).toBe(0);
+  }, 300_000);
+});
