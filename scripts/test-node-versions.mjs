@@ -2,8 +2,9 @@
 //
 // For each version it runs, with vitest itself executed by that Node:
 //   1. the AI SDK provider tests;
-//   2. the package tests (test/package/): the tarball installed into plain Node projects whose
-//      `node`, `npm ci` and bins run on that Node;
+//   2. the package tests (test/package/, then its package.deep.test.ts with AGENT_LEDGER_DEEP=1):
+//      the tarball installed into plain Node projects whose `node`, `npm ci` and bins run on that
+//      Node, and the examples' own `npm test`;
 //   3. a smoke of the rest of the suite: the files listed in SMOKE below (every store, the CLI, the
 //      session, the inspector's Node side). `--full` runs the whole suite (every vitest project)
 //      instead of 1-3.
@@ -32,6 +33,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const VERSIONS = ['22.23.5', '24.22.3'];
 const PROVIDER_FILES = ['test/session/provider-packages.test.ts', 'test/session/http-provider.test.ts'];
 const PACKAGE_FILES = ['test/package/'];
+const PACKAGE_DEEP_FILES = ['test/package/package.deep.test.ts'];
 /** One or two files per area that depends on the host Node: stores, locks, child processes, CLI. */
 const SMOKE = ['test/jsonl', 'test/sqlite', 'test/cli/cli.test.ts'];
 const full = process.argv.includes('--full');
@@ -119,12 +121,15 @@ for (const version of versions) {
     : [
         { name: 'provider tests', args: ['--project', 'node', ...PROVIDER_FILES] },
         { name: 'package tests', args: ['--project', 'node', ...PACKAGE_FILES] },
+        // The deep package file (the examples' own npm test, the bundler type-checks) on each Node
+        // too, after the others: each file packs, and two `npm pack` at once would share dist/.
+        { name: 'package deep', args: ['--project', 'node', ...PACKAGE_DEEP_FILES], env: { AGENT_LEDGER_DEEP: '1' } },
         { name: 'smoke', args: ['--project', 'node', ...SMOKE] },
       ];
   for (const step of steps) {
     console.log(`\n-- Node ${version}: ${step.name}`);
     const started = Date.now();
-    const result = spawnSync(node, [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...step.args], { cwd: ROOT, stdio: 'inherit', env });
+    const result = spawnSync(node, [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...step.args], { cwd: ROOT, stdio: 'inherit', env: { ...env, ...step.env } });
     results.push({ version, step: step.name, ok: result.status === 0, seconds: Math.round((Date.now() - started) / 1000) });
   }
 }
