@@ -5,7 +5,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { SessionId } from '../../src/protocol/ids.js';
 import { tsChildArgs } from '../ts-child.js';
+import { openSeedStore, seedForkable, seedLong, seedPermission } from './fixtures/seed.js';
 
 /** Repository root. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -54,20 +56,21 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, ent
   });
 }
 
-/** Runs the seed fixture (`fixtures/seed.ts`) as a child process. */
-export async function seed(store: string, scenario: string, sessionId: string, count?: number): Promise<void> {
-  const result = await new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [...tsChildArgs(path.join(ROOT, 'test/cli/fixtures/seed.ts')), store, scenario, sessionId, ...(count === undefined ? [] : [String(count)])],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout: '', stderr }));
-  });
-  if (result.code !== 0) throw new Error(`seed ${scenario} failed: ${result.stderr}`);
+/**
+ * Seeds `sessionId` in `store` with a scenario of `fixtures/seed.ts`, in this process: the same
+ * store classes write the same events a child would, and the child (a node start and a bundle
+ * load) bought nothing for a test of the CLI that reads the store afterwards.
+ */
+export async function seed(store: string, scenario: 'permission' | 'long' | 'forkable', sessionId: string, count?: number): Promise<void> {
+  const opened = openSeedStore(store);
+  try {
+    const id = SessionId(sessionId);
+    if (scenario === 'permission') await seedPermission(opened, id);
+    else if (scenario === 'long') await seedLong(opened, id, count ?? 10);
+    else await seedForkable(opened, id);
+  } finally {
+    await opened.close();
+  }
 }
 
 /** A running `agent-ledger serve`. */
