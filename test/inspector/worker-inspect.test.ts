@@ -12,12 +12,37 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
 import { runCli, seed, tempDir } from '../cli/helpers.js';
-import { appendCycles } from '../checkpoint/lifecycle-log.js';
+import { cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { HttpDurableEventStore } from '../../src/client.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
+import type { DurableEventDraft } from '../../src/protocol/events.js';
 import { SessionId } from '../../src/protocol/ids.js';
 
 const SESSION = 'edge-inspect';
+
+/**
+ * Appends lifecycle cycles `first..first+cycles-1` (test/checkpoint/lifecycle-log.ts, five events
+ * each, after `session_created` on an empty session) with their request texts cut to the cycle's
+ * number: the page's limit counts events, not bytes, so ~0.1 KB events prove it as well as the
+ * ~0.5 KB ones and cost a fifth to append, read back and fold. Returns the new head.
+ */
+async function appendShortCycles(store: HttpDurableEventStore, sessionId: SessionId, first: number, cycles: number): Promise<number> {
+  let head = (await store.getHeadSequence(sessionId)) ?? 0;
+  if (head === 0) head = (await store.append(sessionId, [{ type: 'session_created', data: { source: 'create' } }], { expectedLastSequence: null })).lastSequence;
+  // 200 cycles: the 1,000 events an append may hold.
+  for (let start = first; start < first + cycles; start += 200) {
+    const drafts: DurableEventDraft[] = [];
+    for (let index = start; index < Math.min(start + 200, first + cycles); index++) {
+      for (const draft of cycleDrafts(index)) {
+        if (draft.type === 'request_accepted') drafts.push({ ...draft, data: { ...draft.data, input: `#${index}` } });
+        else if (draft.type === 'request_completed') drafts.push({ ...draft, data: { ...draft.data, output: `#${index}` } });
+        else drafts.push(draft);
+      }
+    }
+    head = (await store.append(sessionId, drafts)).lastSequence;
+  }
+  return head;
+}
 
 describe('Worker inspect route', () => {
   let worker: LocalWorker;
@@ -155,10 +180,10 @@ describe('Worker inspect route', () => {
   it('opens a session of more than 50,000 events from its checkpoint, and folds the whole log on ?full=1', async () => {
     const long = SessionId('edge-inspect-long');
     const client = new HttpDurableEventStore({ baseUrl: worker.url, token: worker.adminToken });
-    await appendCycles(client, long, 0, 10_000);
+    await appendShortCycles(client, long, 0, 10_000);
     const journal = await DurableSessionJournal.open(client, long);
     expect(await journal.writeCheckpoint()).toBe(true);
-    const head = await appendCycles(client, long, 10_000, 20);
+    const head = await appendShortCycles(client, long, 10_000, 20);
     expect(head).toBe(50_101);
     const login = await fetch(worker.href(`/v1/sessions/${long}/inspect/login`), {
       method: 'POST',
