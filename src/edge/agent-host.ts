@@ -335,7 +335,7 @@ export class SessionAgentHost {
   }
 
   #putWatch(): void {
-    this.#deps.timers.put(TIMER_KINDS.agent, WATCH_KEY, Date.now() + AGENT_WATCH_MS, null);
+    this.#deps.timers.put(TIMER_KINDS.agent, WATCH_KEY, this.#deps.timers.now() + AGENT_WATCH_MS, null);
   }
 
   /** Arms the alarm for the watchdog row; model and tool I/O wait for it to be set. */

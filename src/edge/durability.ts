@@ -49,6 +49,7 @@ import { checkDurabilityKey, checkDurabilityValue } from '../core/durability/rec
 import { toolCallScope } from '../core/durability/scope.js';
 import { createDurabilityPort } from '../core/durability/port.js';
 import type { DurabilityPort } from '../core/durability/port-types.js';
+import type { TimeSource } from '../core/time.js';
 import { DurabilityError } from '../protocol/errors.js';
 import type { SessionId } from '../protocol/ids.js';
 import { canonicalJson, type JsonValue } from '../protocol/json.js';
@@ -79,6 +80,8 @@ interface DurabilityHost {
   /** The object's one mount (`SessionObject.sessionAgent()`). */
   mount(): SessionAgentMount | undefined;
   retryPolicy(): RunRetryPolicy;
+  /** The object's clock (`SessionObject.time()`). */
+  time(): TimeSource;
   onTimer(timer: UserTimer): void | Promise<void>;
   /** The agent watchdog is due (`agent-host.ts`). */
   onAgentWatch(): void | Promise<void>;
@@ -115,7 +118,7 @@ export class SessionDurability {
   constructor(host: DurabilityHost) {
     this.#host = host;
     const driver = host.store.eventLog.driver;
-    this.timers = new TimerTable(driver, host.ctx.storage);
+    this.timers = new TimerTable(driver, host.ctx.storage, () => host.time().wallNow());
     this.runs = new ToolRunTable(driver);
   }
 
@@ -155,7 +158,7 @@ export class SessionDurability {
 
   /** (Re)schedules the check that resumes `scope` if an eviction stops it between steps. */
   #putResumeCheck(sessionId: SessionId, scope: string): void {
-    this.timers.put(TIMER_KINDS.resume, scope, Date.now() + RESUME_CHECK_MS, { sessionId, scope });
+    this.timers.put(TIMER_KINDS.resume, scope, this.#host.time().wallNow() + RESUME_CHECK_MS, { sessionId, scope });
   }
 
   /** After the commit of a created record: push it to subscribers; arm the alarm for a new deadline. */
@@ -190,7 +193,7 @@ export class SessionDurability {
       const existing = this.runs.get(sessionId, scope);
       if (existing === undefined) {
         const inputJson = JSON.stringify(value);
-        return { run: this.runs.insert({ sessionId, scope, runId, toolCallId, agent, toolName, inputJson, startedMs: Date.now() }), created: true };
+        return { run: this.runs.insert({ sessionId, scope, runId, toolCallId, agent, toolName, inputJson, startedMs: this.#host.time().wallNow() }), created: true };
       }
       if (existing.agent !== agent || canonicalJson(runInput(existing)) !== canonicalJson(value)) {
         throw new DurabilityError('DURABILITY_CONFLICT', `tool call ${toolCallId} of run ${runId} was started with another agent or input`, {
@@ -234,7 +237,7 @@ export class SessionDurability {
         once = tool.sideEffect === 'non_idempotent';
         if (mode === 'replay' && once) throw outcomeUnknown();
         const signal = new AbortController().signal;
-        port = createDurabilityPort({ store: this.#host.store, sessionId: run.sessionId, runId: run.runId, scope: run.scope, signal });
+        port = createDurabilityPort({ store: this.#host.store, sessionId: run.sessionId, runId: run.runId, scope: run.scope, signal, time: this.#host.time() });
         // SAFETY: the tool's input type is its own; a run passes the input stored for the call.
         const output = await (tool.execute as (input: JsonValue, context: SessionToolContext) => unknown)(runInput(run), runContext(run, port, signal));
         outcome = { ok: true, value: checkDurabilityValue(output === undefined ? null : output, 'the tool output') };
@@ -277,7 +280,7 @@ export class SessionDurability {
     const attempt = (this.runs.get(sessionId, scope)?.attempts ?? run.attempts) + 1;
     const error = describeError(outcome.error);
     if (attempt < policy.maxAttempts) {
-      const retryAtMs = Date.now() + policy.retryDelayMs * attempt;
+      const retryAtMs = this.#host.time().wallNow() + policy.retryDelayMs * attempt;
       durability.record(
         sessionId,
         { kind: 'run_event', scope, key: `attempt-${attempt}`, status: 'failed', detail: { error, attempt, retryAtMs } },
@@ -346,7 +349,7 @@ export class SessionDurability {
   /** Handles every due timer, then re-arms the alarm for the next one. */
   async alarm(): Promise<void> {
     this.timers.forgetAlarm();
-    const nowMs = Date.now();
+    const nowMs = this.#host.time().wallNow();
     for (const timer of this.timers.due(nowMs)) {
       try {
         await this.#fire(timer, nowMs);

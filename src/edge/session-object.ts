@@ -37,6 +37,7 @@ import { DurableObjectSqlDriver } from '../adapters/durable-object/storage-sql-d
 import type { SqlEventLog, SqlStoreTestHooks } from '../adapters/sql/sql-event-log.js';
 import { SqlDurableEventStore } from '../adapters/sql/sql-store.js';
 import { checkSessionId } from '../core/log-engine.js';
+import { systemTime, type TimeSource } from '../core/time.js';
 import { DurableEventStoreError } from '../protocol/errors.js';
 import type { DurableEventEnvelope } from '../protocol/events.js';
 import type { SessionId } from '../protocol/ids.js';
@@ -151,6 +152,7 @@ export class SessionObject
       store: this.#store,
       mount: () => this.#mounted(),
       retryPolicy: () => this.retryPolicy(),
+      time: () => this.time(),
       onTimer: (timer) => this.onTimer(timer),
       onAgentWatch: () => this.#agent.onWatch(),
     });
@@ -198,6 +200,19 @@ export class SessionObject
   #mounted(): SessionAgentMount | undefined {
     if (this.#mount === undefined) this.#mount = this.sessionAgent() ?? null;
     return this.#mount ?? undefined;
+  }
+
+  /**
+   * The clock of the object's timers and durable tool calls: when a timer (its own, a user's from
+   * {@link SessionObject.scheduleTimer}, a run's retry or sleep) is due, the deadline a tool's
+   * `sleep` records and waits for, a run's start time, the expiry of a checkpoint upload. Default:
+   * the host's clock (`systemTime`). A test overrides it with a `ManualTimeSource` to move time
+   * without waiting; then it fires the alarm itself (`runDurableObjectAlarm` of `cloudflare:test`),
+   * since the runtime's alarm follows the real clock. Read on every use, so an override may switch
+   * sources at run time. Execution leases keep the store's own clock.
+   */
+  protected time(): TimeSource {
+    return systemTime;
   }
 
   /** How often a throwing run runs before it is recorded failed (default: 3 times, 2 s / 4 s apart). */
@@ -303,7 +318,7 @@ export class SessionObject
     // records a client writes in slices (`checkpoint-uploads.ts`).
     checkpoint: new CheckpointHost(
       () => this.#store,
-      new CheckpointUploads(() => Date.now()),
+      new CheckpointUploads(() => this.time().wallNow()),
     ),
     // The recovery coordinator's operations, run by the journal host next to the store.
     recovery: recoveryHost(

@@ -102,9 +102,18 @@ export class TimerTable {
   /** Bumped by {@link forgetAlarm}: an arming in flight then records nothing. */
   #alarmEpoch = 0;
 
-  constructor(driver: SqlDriver, alarm: AlarmStorage) {
+  readonly #now: () => number;
+
+  /** `now`: the object's wall clock (`SessionObject.time()`), against which the alarm is judged. */
+  constructor(driver: SqlDriver, alarm: AlarmStorage, now: () => number) {
     this.#driver = driver;
     this.#alarm = alarm;
+    this.#now = now;
+  }
+
+  /** The object's wall clock in epoch milliseconds: timer rows are due against it. */
+  now(): number {
+    return this.#now();
   }
 
   /** Inserts or moves a timer (synchronous: callable inside a transaction). Call {@link arm} after commit. */
@@ -223,7 +232,7 @@ export class TimerTable {
       const before = this.earliest();
       if (before === null) return;
       const known = this.#knownAlarm;
-      if (typeof known === 'number' && known > Date.now() && known <= before) return;
+      if (typeof known === 'number' && known > this.#now() && known <= before) return;
       const epoch = this.#alarmEpoch;
       const current = await this.#alarm.getAlarm();
       if (epoch === this.#alarmEpoch) this.#knownAlarm = current;

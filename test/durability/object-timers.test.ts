@@ -34,7 +34,7 @@ function table(): { timers: TimerTable; alarm: RecordingAlarm } {
   const driver = new BetterSqlite3Driver(new Database(':memory:'));
   migrateSqlSchema(driver, OBJECT_SCHEMA);
   const alarm = new RecordingAlarm();
-  return { timers: new TimerTable(driver, alarm), alarm };
+  return { timers: new TimerTable(driver, alarm, () => Date.now()), alarm };
 }
 
 describe('TimerTable.arm', () => {

@@ -28,6 +28,8 @@ export interface AgentStub
   timerFirings(): Promise<Array<{ key: string; payload: string }>>;
   currentAlarm(): Promise<number | null>;
   timerState(): Promise<{ alarm: number | null; pending: string[]; fired: string[] }>;
+  useManualTime(startMs: number): Promise<void>;
+  advanceTime(ms: number): Promise<void>;
   abortInstance(): Promise<void>;
   scheduleTimer(key: string, dueMs: number, payload?: JsonValue): Promise<void>;
   cancelTimer(key: string): Promise<boolean>;

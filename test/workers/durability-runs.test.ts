@@ -88,34 +88,38 @@ describe('starting tool calls', () => {
 describe("the owner's timers", () => {
   it('share the alarm with sleep deadlines: both fire, neither replaces the other', async () => {
     const sessionId = freshSession('timers');
-    const { api } = objectOf(sessionId);
-    const now = Date.now();
-    await api.scheduleTimer('early', now + 150, { n: 1 });
-    await api.scheduleTimer('late', now + 700, { n: 2 });
-    expect(await api.currentAlarm()).toBe(now + 150);
+    const { api, stub } = objectOf(sessionId);
+    // The object runs on a manual clock an hour ahead of the real one: the runtime's alarm (real
+    // time) never fires by itself here; the test moves the clock and fires the alarm.
+    const t = Date.now() + 3_600_000;
+    await api.useManualTime(t);
+    await api.scheduleTimer('early', t + 150, { n: 1 });
+    await api.scheduleTimer('late', t + 700, { n: 2 });
+    expect(await api.currentAlarm()).toBe(t + 150);
     await start(api, sessionId, { runId: 'r', agent: TEST_AGENT, toolName: 'sleepy', toolCallId: 'c', input: { sleepMs: 400 } });
-    const sleep = (await until(() => ledger(api, sessionId), (r) => r.some((x) => x.kind === 'sleep'), 'sleep')).find(
-      (record) => record.kind === 'sleep',
-    );
+    const records = await until(() => ledger(api, sessionId), (r) => r.some((x) => x.kind === 'sleep'), 'sleep');
+    expect(records.find((record) => record.kind === 'sleep')).toMatchObject({ kind: 'sleep', untilMs: t + 400 });
     // The sleep deadline is later than the owner's first timer: the alarm stays where it was.
-    // On a busy machine the first timer may be firing (the alarm reads null while its handler
-    // runs) or done by now (the alarm moved on by itself): the check applies while it is pending
-    // and no handler runs. A lost alarm shows below (both must fire).
-    const state = await api.timerState();
-    if (!state.fired.includes('early') && state.alarm !== null) {
-      expect(state.alarm).toBe(now + 150);
-      expect(state.pending).toEqual(['early', 'late']);
-    }
+    expect(await api.timerState()).toEqual({ alarm: t + 150, pending: ['early', 'late'], fired: [] });
 
-    await until(() => api.timerFirings(), (f) => f.length >= 2, 'both owner timers');
+    await api.advanceTime(150);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await api.timerState()).toEqual({ alarm: t + 400, pending: ['late'], fired: ['early'] });
+
+    // The tool's own wait ends at the deadline; the sleep's alarm finds nothing left to wake.
+    await api.advanceTime(250);
+    const done = await until(() => runState(api, sessionId, 'r'), (s) => s.status === 'completed', 'completion');
+    expect(done.toolCalls[0]?.status).toBe('completed');
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await api.timerState()).toEqual({ alarm: t + 700, pending: ['late'], fired: ['early'] });
+
+    await api.advanceTime(300);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await api.timerFirings()).toEqual([
       { key: 'early', payload: '{"n":1}' },
       { key: 'late', payload: '{"n":2}' },
     ]);
-    const done = await until(() => runState(api, sessionId, 'r'), (s) => s.status === 'completed', 'completion');
-    expect(done.toolCalls[0]?.status).toBe('completed');
-    expect(sleep?.kind === 'sleep' && sleep.untilMs < now + 700).toBe(true);
-    expect(await api.listTimers()).toEqual([]);
+    expect(await api.timerState()).toEqual({ alarm: null, pending: [], fired: ['early', 'late'] });
   });
 
   it('are moved, cancelled, and retried later when onTimer throws', async () => {
