@@ -30,7 +30,7 @@ export const TEST_WORKER_BINDINGS = {
  * The Node-side projects run file after file in one worker process with one module cache:
  * importing the sources and their dependencies again for each of about 150 files was more than
  * half of their CPU. No test file patches globals, the environment or the working directory, so
- * nothing leaks from file to file. (The workerd projects keep their own isolation.)
+ * nothing leaks from file to file. The workerd projects do the same (see the `workers` project).
  */
 const SHARED_MODULES = { isolate: false } as const;
 
@@ -127,6 +127,7 @@ export default defineConfig({
         ],
         test: {
           name: 'workers-durability',
+          ...SHARED_MODULES,
           include: ['test/workers/durability*.test.ts'],
           exclude: ['**/node_modules/**', ...DEEP_ONLY],
           testTimeout: 30_000,
