@@ -1,77 +1,45 @@
 /**
- * The chat page (`GET /`, src/chat/) in a real Chromium against the real Worker run locally.
+ * The chat page (`GET /`, src/chat/) in a real Chromium against the real Worker run locally: the
+ * default Worker (`wrangler.toml`, the demo agent of `npm start`). Sign in with the admin token,
+ * send a message and see the answer stream with the `word_stats` tool call, its progress and its
+ * result; send a `note:` whose text is markup, answer the permission prompt with Allow, and see the
+ * tool's result and the answer with the markup shown as text (no element made of it); a second
+ * `note:` answered with Deny (the tool cancelled as denied, nothing saved); the session list, a
+ * second chat, the inspector link; the CSP holds and nothing but the Worker's origin is requested,
+ * the token never in a URL.
  *
- * - The default Worker (`wrangler.toml`, the demo agent of `npm start`): sign in with the admin
- *   token, send a message and see the answer stream with the `word_stats` tool call, its progress
- *   and its result; send a `note:` whose text is markup, answer the permission prompt with Allow,
- *   and see the tool's result and the answer with the markup shown as text (no element made of
- *   it); a second `note:` answered with Deny (the tool cancelled as denied, nothing saved); the session list, a second chat, the inspector link; the CSP holds and nothing but the
- *   Worker's origin is requested, the token never in a URL.
- * - The fixture Worker (`test/workers/fixtures/agents-worker.ts`): a `gated` answer held after
- *   "one two " (released by the test route), the page reloaded mid-answer: the conversation is
- *   rebuilt from the log and the answer continues, ending "one two three" exactly (no gap, no
- *   repeat).
+ * The page on the fixture Worker (its `gated` answer reloaded mid-answer, and its answer cut by a
+ * kill -9 of `wrangler dev`) is tested in test/e2e/edge-agent-restart.test.ts, on the `wrangler dev`
+ * of that file.
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { launchChromium } from '../inspector/browser.js';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
-
-const FIXTURE_CONFIG = fileURLToPath(new URL('../workers/fixtures/wrangler.agents.toml', import.meta.url));
+import { expectCleanChatPage, openChatPage, sendChatMessage as send, type WatchedChatPage as Watched } from './page.js';
 
 let demo: LocalWorker | undefined;
-let fixture: LocalWorker | undefined;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
-  [demo, fixture, browser] = await Promise.all([startLocalWorker({ own: true }), startLocalWorker({ config: FIXTURE_CONFIG }), launchChromium()]);
+  [demo, browser] = await Promise.all([startLocalWorker({ own: true }), launchChromium()]);
 }, 180_000);
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([demo?.stop(), fixture?.stop()]);
+  await demo?.stop();
 }, 60_000);
-
-interface Watched {
-  page: Page;
-  cspViolations: string[];
-  requestedUrls: string[];
-  pageErrors: string[];
-}
 
 async function openPage(worker: LocalWorker): Promise<Watched> {
   if (browser === undefined) throw new Error('setup failed');
   // Contexts stay open until the browser closes: this Chromium runs single-process, and closing
   // a context can take the browser with it.
   const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
-  const page = await context.newPage();
-  const watched: Watched = { page, cspViolations: [], requestedUrls: [], pageErrors: [] };
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) watched.cspViolations.push(message.text());
-  });
-  page.on('pageerror', (error) => watched.pageErrors.push(error.message));
-  page.on('request', (request) => watched.requestedUrls.push(request.url()));
-  const response = await page.goto(worker.href('/'));
-  expect(response?.status()).toBe(200);
-  expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
-  await page.fill('#token', worker.adminToken);
-  await page.click('#sign-in');
-  await page.locator('#app').waitFor({ state: 'visible', timeout: 20_000 });
-  await page.locator('#conn-state', { hasText: 'live' }).waitFor({ timeout: 20_000 });
-  return watched;
-}
-
-async function send(page: Page, text: string): Promise<void> {
-  await page.fill('#message', text);
-  await page.click('#send');
+  return openChatPage(context, worker.url.origin, worker.adminToken);
 }
 
 function checkClean(watched: Watched, worker: LocalWorker, token: string): void {
-  expect(watched.cspViolations).toEqual([]);
-  expect(watched.pageErrors).toEqual([]);
-  expect(watched.requestedUrls.filter((url) => new URL(url).origin !== worker.url.origin)).toEqual([]);
-  expect(watched.requestedUrls.filter((url) => url.includes(token))).toEqual([]);
+  expectCleanChatPage(watched, worker.url.origin, token);
 }
 
 describe('the chat page in Chromium', () => {
@@ -141,32 +109,5 @@ describe('the chat page in Chromium', () => {
     expect(await tool.locator('.tool-result, .tool-error').count()).toBe(0);
     expect(await answer.locator('.text').last().textContent()).toBe('The note was not saved.');
     checkClean(watched, demo, demo.adminToken);
-  }, 120_000);
-
-  it('reloaded mid-answer, continues the answer with no gap and no repeat', async () => {
-    if (fixture === undefined) throw new Error('setup failed');
-    const watched = await openPage(fixture);
-    const { page } = watched;
-    const sessionId = decodeURIComponent(new URL(page.url()).hash.slice(1));
-    await send(page, 'gated');
-    const text = page.locator('li.assistant .text');
-    await expect.poll(() => text.allTextContents(), { timeout: 30_000 }).toEqual(['one two ']);
-
-    await page.reload();
-    await page.locator('#conn-state', { hasText: 'live' }).waitFor({ timeout: 20_000 });
-    await expect.poll(() => text.allTextContents(), { timeout: 30_000 }).toEqual(['one two ']);
-    expect(await page.locator('li.user').allTextContents()).toEqual(['gated']);
-    expect(await page.locator('li.assistant.running').count()).toBe(1);
-
-    const release = await fetch(fixture.href(`/v1/sessions/${sessionId}/test/release-model`), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${fixture.adminToken}` },
-    });
-    expect(release.status).toBe(200);
-    await page.locator('li.assistant.done').waitFor({ timeout: 30_000 });
-    expect(await text.allTextContents()).toEqual(['one two three']);
-    expect(await page.locator('li.user').count()).toBe(1);
-
-    checkClean(watched, fixture, fixture.adminToken);
   }, 120_000);
 });

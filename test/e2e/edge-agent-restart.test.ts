@@ -30,9 +30,11 @@
  * wrangler's output, bounded well under the 30 s a watchdog interval of 30 s needed).
  *
  * On the same restarted server, the inspector page in Chromium answers an agent's pending
- * permission (Allow goes through the agent, as `POST .../permissions/:id` does), and it takes a
- * 73 MiB body on `POST .../events`: with and without a Content-Length, it answers 413, and the next
- * request on it is served.
+ * permission (Allow goes through the agent, as `POST .../permissions/:id` does), the chat page
+ * reloaded in the middle of a `gated` answer (held after "one two " until the test route releases
+ * it) rebuilds the conversation from the log and continues the answer, ending "one two three"
+ * exactly (no gap, no repeat), and the server takes a 73 MiB body on `POST .../events`: with and
+ * without a Content-Length, it answers 413, and the next request on it is served.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -43,6 +45,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { freePort, startWranglerDev, type WranglerDev } from './wrangler-dev.js';
 import { launchChromium } from '../inspector/browser.js';
+import { expectCleanChatPage, openChatPage, sendChatMessage } from '../chat/page.js';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
 const VARS = { ADMIN_TOKEN, TOKEN_SECRET: 'e2e-token-secret-0123456789abcdef' };
@@ -535,6 +538,31 @@ describe('agent sessions in Durable Objects across one kill -9 of wrangler dev',
     expect(await status.textContent()).toContain('resolve-permission: allow');
     await poll(() => logOf(server, sessionId), (log) => log.some((e) => e.type === 'request_completed'), 'the allowed run to finish');
     expect(await effectsOf(server, sessionId)).toEqual({ approved: 1 });
+  }, 120_000);
+
+  it('the chat page reloaded mid-answer continues the answer with no gap and no repeat', async () => {
+    const { dev: server } = restarted();
+    if (browser === undefined) throw new Error('no browser');
+    // A session of its own: at `/` alone the page would open the latest one of the token (session 7).
+    const sessionId = `chat-reload-${Date.now().toString(36)}`;
+    const watched = await openChatPage(await browser.newContext({ viewport: { width: 1200, height: 900 } }), server.url, ADMIN_TOKEN, sessionId);
+    const { page } = watched;
+    expect(await page.locator('#session-title').textContent()).toBe(sessionId);
+    await sendChatMessage(page, 'gated');
+    const text = page.locator('li.assistant .text');
+    await expect.poll(() => text.allTextContents(), { timeout: 30_000 }).toEqual(['one two ']);
+
+    await page.reload();
+    await page.locator('#conn-state', { hasText: 'live' }).waitFor({ timeout: 20_000 });
+    await expect.poll(() => text.allTextContents(), { timeout: 30_000 }).toEqual(['one two ']);
+    expect(await page.locator('li.user').allTextContents()).toEqual(['gated']);
+    expect(await page.locator('li.assistant.running').count()).toBe(1);
+
+    expect((await api(server, 'POST', `/v1/sessions/${sessionId}/test/release-model`)).status).toBe(200);
+    await page.locator('li.assistant.done').waitFor({ timeout: 30_000 });
+    expect(await text.allTextContents()).toEqual(['one two three']);
+    expect(await page.locator('li.user').count()).toBe(1);
+    expectCleanChatPage(watched, server.url, ADMIN_TOKEN);
   }, 120_000);
 
   it('answers 413 to a 73 MiB append, with and without a Content-Length, and serves the next request', async () => {
