@@ -2,7 +2,7 @@
  * The `agent-ledger` binary as a child process against real JSONL and SQLite stores.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { JsonlDurableEventStore } from '../../src/adapters/node/jsonl/jsonl-store.js';
@@ -11,7 +11,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
-import { CLI_SOURCE, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { CLI_SOURCE, linesOf, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
 import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
@@ -117,18 +117,13 @@ describe('reading', () => {
 
   it('tail -f follows new events through the subscription and ends when the session closes', async () => {
     const child = spawnCli(['tail', jsonl, 'long', '-f', '-n', '2', '--json']);
-    let out = '';
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    const waitFor = async (predicate: () => boolean): Promise<void> => {
-      for (let attempt = 0; attempt < 600 && !predicate(); attempt++) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(predicate()).toBe(true);
-    };
-    await waitFor(() => out.trim().split('\n').length >= 2);
+    const output = linesOf(child);
+    await output.waitFor(2);
     const store = new JsonlDurableEventStore(path.join(dir, 'data'));
     await store.append(SessionId('long'), [{ type: 'session_closed', data: { reason: 'completed' } }]);
     await store.close();
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const lines = out.trim().split('\n').map((line) => json<{ sequence: number; type: string }>(line));
+    const lines = output.lines().map((line) => json<{ sequence: number; type: string }>(line));
     expect(code).toBe(0);
     expect(lines.map((event) => event.sequence)).toEqual([320, 321, 322]);
     expect(lines.at(-1)?.type).toBe('session_closed');
@@ -290,21 +285,54 @@ describe('copy and fork', () => {
 
   it('resumes a copy killed with SIGKILL, verifying what landed', async () => {
     await seed(jsonl, 'long', 'big', 600);
-    const file = path.join(dir, 'killed.db');
+    // A directory of its own: its change events are the copy's writes to the database and its WAL.
+    const folder = path.join(dir, 'killed');
+    mkdirSync(folder);
+    const file = path.join(folder, 'killed.db');
     const child = spawnCli(['copy', jsonl, `sqlite:${file}`, '--session', 'big', '--batch-size', '10']);
     const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
-    let head = 0;
-    for (let attempt = 0; attempt < 2000 && head === 0; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+    // Kill once the first batch has landed: the head is read again on each change in the folder.
+    let watching: SqliteDurableEventStore | undefined;
+    const headNow = async (): Promise<number> => {
+      if (!existsSync(file)) return 0;
       try {
-        const probe = new SqliteDurableEventStore(file);
-        head = (await probe.getHeadSequence(SessionId('big'))) ?? 0;
-        probe.close();
+        watching ??= new SqliteDurableEventStore(file);
+        return (await watching.getHeadSequence(SessionId('big'))) ?? 0;
       } catch {
-        // The file or its schema does not exist yet.
+        // The schema is not there yet (or is being created): read again on the next change.
+        watching?.close();
+        watching = undefined;
+        return 0;
       }
-    }
+    };
+    await new Promise<void>((resolve, reject) => {
+      let busy = false;
+      let pending = false;
+      const check = async (): Promise<void> => {
+        if (busy) {
+          pending = true;
+          return;
+        }
+        busy = true;
+        do {
+          pending = false;
+          if ((await headNow()) > 0) {
+            watcher.close();
+            resolve();
+            return;
+          }
+        } while (pending);
+        busy = false;
+      };
+      const watcher = watch(folder, () => void check());
+      child.once('exit', () => {
+        watcher.close();
+        reject(new Error('the copy exited before a batch landed'));
+      });
+      void check();
+    });
     child.kill('SIGKILL');
+    watching?.close();
     expect(await exited).toBe('SIGKILL');
     const probe = new SqliteDurableEventStore(file);
     const landed = (await probe.getHeadSequence(SessionId('big'))) ?? 0;

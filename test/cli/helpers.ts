@@ -73,6 +73,32 @@ export async function seed(store: string, scenario: 'permission' | 'long' | 'for
   }
 }
 
+/** Resolves once `child` printed `count` lines on stdout; rejects if it exits first. */
+export function linesOf(child: ChildProcess): { lines: () => string[]; waitFor: (count: number) => Promise<void> } {
+  let out = '';
+  const lines = (): string[] => out.split('\n').filter((line) => line.length > 0);
+  const waiters: { count: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    for (const waiter of waiters.splice(0)) {
+      if (lines().length >= waiter.count) waiter.resolve();
+      else waiters.push(waiter);
+    }
+  });
+  child.once('exit', (code, signal) => {
+    for (const waiter of waiters.splice(0)) waiter.reject(new Error(`exited (${String(code ?? signal)}) after ${lines().length} line(s)`));
+  });
+  return {
+    lines,
+    waitFor: (count) =>
+      new Promise((resolve, reject) => {
+        if (lines().length >= count) resolve();
+        else if (child.exitCode !== null || child.signalCode !== null) reject(new Error(`exited (${String(child.exitCode ?? child.signalCode)})`));
+        else waiters.push({ count, resolve, reject });
+      }),
+  };
+}
+
 /** A running `agent-ledger serve`. */
 export interface ServeHandle {
   url: string;

@@ -3,12 +3,12 @@
  * paging that ends exactly at the head, `inspect` of a log that does not project, and `tail -f`
  * on SQLite following the appends of another process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { linesOf, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
 import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
@@ -71,32 +71,6 @@ describe('inspect', () => {
     expect(healthy.code).toBe(0);
   }, 120_000);
 });
-
-/** Resolves once `child` printed `count` lines on stdout; rejects if it exits first. */
-function linesOf(child: ChildProcess): { lines: () => string[]; waitFor: (count: number) => Promise<void> } {
-  let out = '';
-  const lines = (): string[] => out.split('\n').filter((line) => line.length > 0);
-  const waiters: { count: number; resolve: () => void; reject: (error: Error) => void }[] = [];
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    out += chunk;
-    for (const waiter of waiters.splice(0)) {
-      if (lines().length >= waiter.count) waiter.resolve();
-      else waiters.push(waiter);
-    }
-  });
-  child.once('exit', (code, signal) => {
-    for (const waiter of waiters.splice(0)) waiter.reject(new Error(`exited (${String(code ?? signal)}) after ${lines().length} line(s)`));
-  });
-  return {
-    lines,
-    waitFor: (count) =>
-      new Promise((resolve, reject) => {
-        if (lines().length >= count) resolve();
-        else if (child.exitCode !== null || child.signalCode !== null) reject(new Error(`exited (${String(child.exitCode ?? child.signalCode)})`));
-        else waiters.push({ count, resolve, reject });
-      }),
-  };
-}
 
 describe('tail -f', () => {
   it("follows another process's appends to a SQLite store until the session closes", async () => {
