@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { restore } from '../../scripts/publish-manifest.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The repository's tools (wrangler, tsc, tsx) for commands run inside consumer projects. */
@@ -71,13 +72,19 @@ export function run(
       cwd: options.cwd,
       env: options.env ?? offlineEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group, so a timeout kills what it started too (npm's lifecycle scripts).
+      detached: true,
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const timer = setTimeout(() => {
       output += `\n[harness] killed after ${options.timeoutMs ?? 0} ms`;
-      child.kill('SIGKILL');
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL'); // the group is gone already
+      }
     }, options.timeoutMs ?? 300_000);
     child.on('error', (error) => {
       clearTimeout(timer);
@@ -143,7 +150,14 @@ export interface PackedManifest {
 /** `npm pack` (its `prepack` script builds `dist/`) into `destination`. */
 export async function packPackage(destination: string): Promise<PackedPackage> {
   mkdirSync(destination, { recursive: true });
-  await npm(['pack', '--pack-destination', destination], { cwd: ROOT, env: offlineEnv(), timeoutMs: 240_000 });
+  try {
+    // A hang guard: on a machine busy with other runs the build's two tsc programs took minutes.
+    await npm(['pack', '--pack-destination', destination], { cwd: ROOT, env: offlineEnv(), timeoutMs: 420_000 });
+  } catch (error) {
+    // A pack that failed or was killed after `prepack` stripped package.json never ran `postpack`.
+    restore();
+    throw error;
+  }
   const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as PackedManifest;
   const tarball = path.join(destination, `${manifest.name}-${manifest.version}.tgz`);
   if (!existsSync(tarball)) throw new Error(`npm pack did not write ${tarball}; found ${readdirSync(destination).join(', ')}`);

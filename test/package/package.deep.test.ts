@@ -31,7 +31,7 @@ let consumer: Consumer;
 beforeAll(async () => {
   packed = await packPackage(path.join(work, 'pack'));
   consumer = await installNodeConsumer(path.join(work, 'app'), packed);
-}, 360_000);
+}, 600_000);
 
 afterAll(async () => {
   await rm(work, { recursive: true, force: true, maxRetries: 3 });

@@ -63,7 +63,7 @@ beforeAll(async () => {
   // Both programs start now and run beside the tests that do not need them; the tests await them.
   void consumer.typeCheck('node.nodenext');
   void consumer.typeCheck('worker.nodenext');
-}, 360_000);
+}, 600_000);
 
 afterAll(async () => {
   // Several installed projects and wrangler state: removing them can take a while on a busy disk.
