@@ -3,14 +3,13 @@
  *
  * Agents link each Request terminal event to the Turn terminal committed with it
  * (`causationEventId`), so these logs exercise the causation map the seeded ones never do:
- * - the crash-matrix agent (`createSession` in a child process: two tool calls, one through a
- *   durable `step`, one that asks permission) on real JSONL and SQLite stores;
+ * - the crash-matrix agent (`createSession`, run in the test's process: two tool calls, one
+ *   through a durable `step`, one that asks permission) on real JSONL and SQLite stores;
  * - the demo agent mounted in the real Worker (wrangler's local runtime), run over HTTP.
  * Each copy is compared with its source event by event, causation links mapped by position.
  * Refused copies (a session the source lacks, a source whose causation names no earlier event)
  * leave the target as it was, with or without `--batch-size 1`.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,9 +22,9 @@ import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { EventId, SessionId } from '../../src/protocol/ids.js';
 import { readDurabilityRecords } from '../../src/inspector/model/inspection.js';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
-import { SESSION_ID as MATRIX_SESSION } from '../session/fixtures/matrix-agent.js';
-import { ROOT, runCli, tempDir, type CliRun } from './helpers.js';
-import { tsChildArgs } from '../ts-child.js';
+import { createSession } from '../../src/session.js';
+import { matrixOptions, SESSION_ID as MATRIX_SESSION, USER_INPUT } from '../session/fixtures/matrix-agent.js';
+import { runCli, tempDir, type CliRun } from './helpers.js';
 
 let dir: string;
 let worker: LocalWorker;
@@ -34,22 +33,16 @@ let matrixJsonl: string;
 let matrixSqlite: string;
 const EDGE_SESSION = 'edge-agent-copy';
 
+/** Runs the matrix agent to completion on a store in `into`, in this process (the CLI is what runs as a child here). */
 async function runMatrixAgent(backend: 'jsonl' | 'sqlite', into: string): Promise<void> {
   mkdirSync(into, { recursive: true });
-  const run = await new Promise<CliRun>((resolve, reject) => {
-    const child = spawn(process.execPath, [...tsChildArgs(path.join(ROOT, 'test/session/fixtures/matrix-child.ts')), backend, into, '0'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-  if (run.code !== 0) throw new Error(`matrix agent on ${backend} failed: ${run.stderr}`);
-  expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed' });
+  const store = backend === 'jsonl' ? new JsonlDurableEventStore(path.join(into, 'store')) : new SqliteDurableEventStore(path.join(into, 'store.db'));
+  try {
+    const session = await createSession({ ...matrixOptions(into), durableEventStore: store });
+    expect(await session.run(USER_INPUT), `matrix agent on ${backend}`).toMatchObject({ status: 'completed' });
+  } finally {
+    await store.close();
+  }
 }
 
 /** Opens a jsonl: / sqlite: / http store URL in this process. */
