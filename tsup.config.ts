@@ -7,7 +7,7 @@
  *    Dependencies and peer dependencies stay external, and so do `node:*` and `cloudflare:*`
  *    (the Workers runtime provides `cloudflare:workers`). An entry whose source does not exist
  *    yet is skipped with a warning.
- * 2. Declarations: `tsc --emitDeclarationOnly` over the same entries, mirroring `src/` under
+ * 2. Declarations: `tsc --emitDeclarationOnly --noCheck` over the same entries, mirroring `src/` under
  *    `dist/` (`src/advanced.ts` -> `dist/advanced.d.ts`). tsc rather than tsup's bundled `.d.ts`:
  *    bundling declarations per entry would give each entry its own copy of the branded ID types
  *    (`unique symbol` brands), so a `SessionId` from `agent-ledger` would not be assignable to one
@@ -37,6 +37,10 @@ function emitDeclarations(name: string, baseConfig: string, group: PackageEntry[
       outDir: path.join(PACKAGE_ROOT, 'dist'),
       rootDir: path.join(PACKAGE_ROOT, 'src'),
       incremental: false,
+      // Emit only: `npm run typecheck` (part of `npm test`) checks the same sources. Skipping the
+      // check halves the declaration build (30 s -> 16 s on the 2-core machine); the output was
+      // compared by diff and differs only in the order of some union members.
+      noCheck: true,
     },
     files: group.map((entry) => path.join(PACKAGE_ROOT, entry.source)),
     include: [],
