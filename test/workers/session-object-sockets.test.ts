@@ -2,7 +2,7 @@
  * SessionObject WebSocket subscribers inside workerd, with real hibernatable sockets: replay from
  * a cursor, one `caught_up`, live events; exact resume with a saved cursor; refusal of foreign,
  * stale, ahead and malformed cursors; ping answered by the runtime. (Sockets surviving the object's
- * eviction: test/e2e/hibernation.test.ts, under wrangler dev.)
+ * eviction: test/e2e/subscribers.test.ts, under wrangler dev.)
  */
 import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
@@ -175,6 +175,6 @@ describe('SessionObject WebSocket subscribers', () => {
   });
 
   // Sockets surviving the object's eviction (hibernation) are tested end to end under wrangler dev:
-  // test/e2e/hibernation.test.ts (this pool version cannot evict an object).
+  // test/e2e/subscribers.test.ts (this pool version cannot evict an object).
 });
 
