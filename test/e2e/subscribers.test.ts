@@ -1,10 +1,11 @@
 /**
- * WebSocket subscribers under `wrangler dev` (real workerd, real sockets), two tests side by side
- * on one server: the fixture Worker (test/e2e/fixtures/hibernation/wrangler.toml, the ledger's own
- * app and SessionObject subclass of wrangler.e2e.toml plus a test route group, in its own
- * directory so its `.wrangler/tmp` bundles never mix with those of the kill -9 test, which may run
- * at the same time). Each works on its own sessions; the sessions of one are idle objects to the
- * other.
+ * WebSocket subscribers under `wrangler dev` (real workerd, real sockets): two tests one after the
+ * other on one server (side by side, a hibernating socket was once closed 1006 during the second
+ * eviction while the other test pushed its log to 30 sockets). The server runs the fixture Worker
+ * (test/e2e/fixtures/hibernation/wrangler.toml: the ledger's own app and SessionObject subclass of
+ * wrangler.e2e.toml plus a test route group, in its own directory so its `.wrangler/tmp` bundles
+ * never mix with those of the kill -9 test, which may run at the same time). Each test works on its
+ * own sessions; the sessions of one are idle objects to the other.
  *
  * Hibernation. Subscribers survive the session object's hibernation. workerd evicts an idle object
  * whose only connections are hibernatable WebSockets: the instance and its memory are discarded,
@@ -122,7 +123,7 @@ function workerdRss(pgid: number): number {
 }
 
 describe('WebSocket subscribers under wrangler dev', () => {
-  it.concurrent('hibernating: keep their sockets and cursors across two evictions of the session object', async () => {
+  it('hibernating: keep their sockets and cursors across two evictions of the session object', async () => {
     const dev = server();
     const session = `hibernation-${Date.now()}`;
     const base = `/v1/sessions/${session}`;
@@ -186,7 +187,7 @@ describe('WebSocket subscribers under wrangler dev', () => {
     }
   }, 300_000);
 
-  it.concurrent(`${SUBSCRIBERS} that never read, on a ~${(EVENTS * EVENT_BYTES) / 1e6} MB log: keep workerd memory bounded and leave other sessions responsive`, { timeout: 300_000 }, async () => {
+  it(`${SUBSCRIBERS} that never read, on a ~${(EVENTS * EVENT_BYTES) / 1e6} MB log: keep workerd memory bounded and leave other sessions responsive`, { timeout: 300_000 }, async () => {
     const dev = server();
     const store = new HttpDurableEventStore({ baseUrl: dev.url, token: ADMIN_TOKEN, WebSocket, timeoutMs: 60_000 });
     const big = SessionId(`pacing-big-${Date.now()}`);
