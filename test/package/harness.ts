@@ -17,10 +17,9 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { restore } from '../../scripts/publish-manifest.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The repository's tools (wrangler, tsc, tsx) for commands run inside consumer projects. */
@@ -132,6 +131,8 @@ export interface PackedPackage {
   tarball: string;
   /** The packed `package.json`. */
   manifest: PackedManifest;
+  /** The copy of the repository that was packed (see {@link packPackage}). */
+  root: string;
   /** `sha512-...` of the tarball. */
   integrity: string;
 }
@@ -147,22 +148,32 @@ export interface PackedManifest {
   exports: Record<string, unknown>;
 }
 
-/** `npm pack` (its `prepack` script builds `dist/`) into `destination`. */
+/** What a pack reads from the repository: the build's inputs and the files the package ships. */
+const PACK_INPUTS = ['package.json', 'package-lock.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'scripts', 'worker', 'docs', 'README.md', 'LICENSE'];
+
+/**
+ * `npm pack` (its `prepack` script builds `dist/` and strips `package.json`, `postpack` puts it
+ * back) into `destination`, run in a copy of the repository's pack inputs with `node_modules`
+ * linked. In the repository itself the pack would rewrite `package.json` and `dist/` while other
+ * test files run: every `wrangler dev` watching its bundle's inputs reloads on the rewrite
+ * (dropping its objects and their WebSockets), and the CLI's built-bin test would find `dist/`
+ * half cleaned.
+ */
 export async function packPackage(destination: string): Promise<PackedPackage> {
   mkdirSync(destination, { recursive: true });
-  try {
-    // A hang guard: on a machine busy with other runs the build's two tsc programs took minutes.
-    await npm(['pack', '--pack-destination', destination], { cwd: ROOT, env: offlineEnv(), timeoutMs: 420_000 });
-  } catch (error) {
-    // A pack that failed or was killed after `prepack` stripped package.json never ran `postpack`.
-    restore();
-    throw error;
+  // Beside `destination`, so the caller's cleanup of its work directory removes it too.
+  const root = mkdtempSync(path.join(path.dirname(destination), 'pack-root-'));
+  for (const entry of PACK_INPUTS) {
+    if (existsSync(path.join(ROOT, entry))) cpSync(path.join(ROOT, entry), path.join(root, entry), { recursive: true });
   }
-  const manifest = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as PackedManifest;
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  // A hang guard: on a machine busy with other runs the build's two tsc programs took minutes.
+  await npm(['pack', '--pack-destination', destination], { cwd: root, env: offlineEnv(), timeoutMs: 420_000 });
+  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as PackedManifest;
   const tarball = path.join(destination, `${manifest.name}-${manifest.version}.tgz`);
   if (!existsSync(tarball)) throw new Error(`npm pack did not write ${tarball}; found ${readdirSync(destination).join(', ')}`);
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  return { tarball, manifest, integrity };
+  return { tarball, manifest, integrity, root };
 }
 
 interface LockEntry {

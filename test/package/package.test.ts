@@ -93,9 +93,12 @@ describe('the tarball', () => {
   it('ships a package.json without the repository scripts and leaves the repository one as it was', async () => {
     const shipped = JSON.parse(await runOk('tar', ['-xzOf', packed.tarball, 'package/package.json'], { cwd: work })) as Record<string, unknown>;
     for (const field of UNPUBLISHED_FIELDS) expect(shipped, field).not.toHaveProperty(field);
-    const repository = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
+    // The pack ran in a copy of the repository (packPackage): its manifest is what postpack restored.
+    const repository = JSON.parse(readFileSync(path.join(packed.root, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(repository['scripts'], 'postpack restored the repository manifest').toMatchObject({ prepare: expect.any(String), start: expect.any(String) });
-    expect(existsSync(BACKUP), BACKUP).toBe(false);
+    expect(repository).toEqual(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')));
+    const backup = path.join(packed.root, path.relative(ROOT, BACKUP));
+    expect(existsSync(backup), backup).toBe(false);
     expect(shipped).toEqual(publishedManifest(repository));
   });
 
