@@ -226,6 +226,19 @@ function finalText(log: readonly Envelope[]): string {
   return typeof content === 'string' ? content : JSON.stringify(content);
 }
 
+/**
+ * After the restart: waits for the run of `key`'s session to finish, then checks the effects it
+ * counted, the final answer, and that its subscriber saw the whole log once across the restart.
+ */
+async function expectFinished(key: 'tool' | 'permission', what: string, effects: Record<string, number>, text: string): Promise<void> {
+  const { dev, sessions, before, after } = restarted();
+  await after[key].until((s) => s.has('request_completed'), what);
+  const log = await logOf(dev, sessions[key]);
+  expect(await effectsOf(dev, sessions[key])).toEqual(effects);
+  expect(finalText(log)).toBe(text);
+  expectGapless(before[key], after[key], log);
+}
+
 function occurrences(text: string, needle: string): number {
   return text.split(needle).length - 1;
 }
@@ -423,7 +436,7 @@ describe('agent sessions in Durable Objects across one kill -9 of wrangler dev',
   }, 60_000);
 
   it('(2) never repeats a non_idempotent tool: surfaced, reconciled by an operator, then the run ends', async () => {
-    const { dev: second, sessions, before, after } = restarted();
+    const { dev: second, sessions } = restarted();
     const stamp = Date.now().toString(36);
     const parkedTool = await poll(() => statusOf(second, sessions.tool), (s) => s.state === 'needs_recovery', 'parked tool');
     expect(parkedTool.plan?.action).toBe('reconcile_tool_outcomes');
@@ -445,22 +458,14 @@ describe('agent sessions in Durable Objects across one kill -9 of wrangler dev',
     });
     expect(reconciled.status).toBe(200);
     expect((await api(second, 'POST', `/v1/sessions/${sessions.tool}/lease/release`, { fence })).status).toBe(200);
-    await after.tool.until((s) => s.has('request_completed'), 'the reconciled run to finish');
-    const toolLog = await logOf(second, sessions.tool);
-    expect(await effectsOf(second, sessions.tool)).toEqual({ charge: 1 });
-    expect(finalText(toolLog)).toBe('Done: {"charged":5}');
-    expectGapless(before.tool, after.tool, toolLog);
+    await expectFinished('tool', 'the reconciled run to finish', { charge: 1 }, 'Done: {"charged":5}');
   }, 60_000);
 
   it('(3) resumes a waiting permission with the answer', async () => {
-    const { dev: second, sessions, before, after, permissionRequestId } = restarted();
+    const { dev: second, sessions, permissionRequestId } = restarted();
     const answer = await api(second, 'POST', `/v1/sessions/${sessions.permission}/permissions/${permissionRequestId}`, { decision: 'allow' });
     expect(answer).toEqual({ status: 200, body: { permissionRequestId, decision: 'allow', created: true } });
-    await after.permission.until((s) => s.has('request_completed'), 'the permitted run to finish');
-    const permissionLog = await logOf(second, sessions.permission);
-    expect(await effectsOf(second, sessions.permission)).toEqual({ approved: 1 });
-    expect(finalText(permissionLog)).toBe('Done: {"approved":"deploy"}');
-    expectGapless(before.permission, after.permission, permissionLog);
+    await expectFinished('permission', 'the permitted run to finish', { approved: 1 }, 'Done: {"approved":"deploy"}');
   }, 60_000);
 
   it('(4) aborts a Request while the restarted instance presents its permission again', async () => {
