@@ -30,9 +30,9 @@ export interface StoreConformanceOptions<S extends DurableEventStore> {
    * Reopens the same durable namespace and returns a NEW store object that sees everything
    * committed through `store`. Giving it declares the backend durable (mode `'durable'`).
    */
-  restart?: (store: S) => S | Promise<S>;
+  restart?(store: S): S | Promise<S>;
   /** Makes the NEXT commit on `store` fail before it is acknowledged, with nothing written. */
-  failNextCommit?: (store: S) => void | Promise<void>;
+  failNextCommit?(store: S): void | Promise<void>;
   /** Prefix of every session ID the run creates (default: `conformance-<random>`). */
   sessionPrefix?: string;
   /** Checks not to run, each group with its reason. Skipped checks appear in the result. */
@@ -53,7 +53,7 @@ export interface StoreConformanceOptions<S extends DurableEventStore> {
    * Moves the store's lease clock forward by `ms` (stores built with a controllable clock).
    * When given, expiry checks call it instead of sleeping.
    */
-  advanceClock?: (store: S, ms: number) => void | Promise<void>;
+  advanceClock?(store: S, ms: number): void | Promise<void>;
   /** Reads the store's clock, in epoch milliseconds (default `Date.now`). Used to bound `recordedAt`. */
   now?: () => number;
   /** Upper bound of one check, in milliseconds, so a hung store fails instead of hanging (default 20 000). */
