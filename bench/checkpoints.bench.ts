@@ -268,7 +268,8 @@ async function throughputBench(backend: Backend, history: number): Promise<void>
   const majorGcs: Array<{ start: number; end: number }> = [];
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
-      const kind = (entry.detail as { kind?: number } | undefined)?.kind;
+      // A GC entry carries `detail.kind` (Node's docs); @types/node declares `detail` only on marks and measures.
+      const kind = (entry as { detail?: { kind?: number } }).detail?.kind;
       if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) majorGcs.push({ start: entry.startTime, end: entry.startTime + entry.duration });
     }
   });

@@ -2,10 +2,11 @@
  * Heavier variants of test/package/package.test.ts, run by `npm run test:deep` only (its own pack
  * and installs, test/package/consumer.ts):
  *
- * 1. The consumer type-checked under `moduleResolution: bundler` (Node and Worker programs). In
- *    `npm test`, attw (ESM-only profile) resolves every entry's types as `bundler` on the same
- *    tarball, the nodenext programs check the same consumer code and the shipped `.d.ts`, and
- *    `wrangler deploy --dry-run` bundles the user's Worker through bundler resolution.
+ * 1. The consumer type-checked by TypeScript 5.9: under `moduleResolution: bundler` (Node and
+ *    Worker programs) and under nodenext with the shipped `.d.ts`. In `npm test`, TypeScript 7
+ *    checks the same nodenext programs, attw (ESM-only profile, 5.9's compiler API) resolves every
+ *    entry's types as `bundler` on the same tarball, and `wrangler deploy --dry-run` bundles the
+ *    user's Worker through bundler resolution.
  * 2. Every `examples/<name>/`: installed from the tarball offline, then its own `npm test`
  *    (examples/README.md). In `npm test`, "a user Worker" and "the README client snippet"
  *    type-check, bundle and serve (workerd) a user's SessionObject subclass with its own tool and
@@ -39,7 +40,13 @@ afterAll(async () => {
 
 describe('TypeScript consumer, moduleResolution bundler', () => {
   it('type-checks the Node consumer and the user Worker', async () => {
-    await Promise.all([consumer.typeCheck('node.bundler'), consumer.typeCheck('worker.bundler')]);
+    await Promise.all([consumer.typeCheck('node.bundler', '5.9'), consumer.typeCheck('worker.bundler', '5.9')]);
+  }, 240_000);
+});
+
+describe('TypeScript consumer, TypeScript 5.9', () => {
+  it('type-checks the Node consumer and the user Worker, nodenext, shipped .d.ts included', async () => {
+    await Promise.all([consumer.typeCheck('node.nodenext', '5.9'), consumer.typeCheck('worker.nodenext', '5.9')]);
   }, 240_000);
 });
 

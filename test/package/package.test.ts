@@ -11,7 +11,8 @@
  *    naming the package to install;
  * 4. a TypeScript consumer type-checked with `strict`, `exactOptionalPropertyTypes` and
  *    `noUncheckedIndexedAccess` against the shipped `.d.ts` (`skipLibCheck: false`), under
- *    `moduleResolution` `nodenext`, for Node and for Workers (the two programs run side by side);
+ *    `moduleResolution` `nodenext`, for Node and for Workers (the two programs run side by side),
+ *    by TypeScript 7, what `npm install typescript` gives a user today;
  * 5. a user's Worker (SessionObject subclass, the exported app when there is one) bundled by
  *    `wrangler deploy --dry-run`;
  * 6. publint (strict) and attw (ESM-only profile: every entry resolved as `node16` ESM and as
@@ -20,8 +21,8 @@
  *    and every `@types/*` package the consumer's compile pulls in (for the shipped `.d.ts` or a
  *    README snippet) named in the README.
  *
- * package.deep.test.ts (`npm run test:deep`) adds the `bundler`-resolution type-checks and the
- * examples' own `npm test`. One pack and one install per project are shared by every test of this
+ * package.deep.test.ts (`npm run test:deep`) adds the same nodenext programs and the
+ * `bundler`-resolution ones under TypeScript 5.9, and the examples' own `npm test`. One pack and one install per project are shared by every test of this
  * file. Entries declared in `package.json` whose source has not landed yet are skipped with a
  * warning.
  */
@@ -240,7 +241,7 @@ try {
   });
 });
 
-describe('TypeScript consumer (strict, exactOptionalPropertyTypes)', () => {
+describe('TypeScript 7 consumer (strict, exactOptionalPropertyTypes)', () => {
   it('type-checks the Node consumer and the README snippets, nodenext, shipped .d.ts included', async () => {
     await consumer.typeCheck('node.nodenext');
   }, 240_000);
