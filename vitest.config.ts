@@ -15,7 +15,6 @@
  */
 import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
 import { defineConfig } from 'vitest/config';
-import { LongestFirstSequencer } from './test/sequencer.js';
 
 // Miniflare would otherwise try to fetch https://workers.cloudflare.com/cf.json once a month.
 process.env['CLOUDFLARE_CF_FETCH_ENABLED'] ??= 'false';
@@ -48,8 +47,6 @@ export default defineConfig({
     // processes, workerd, PostgreSQL, Chromium), so three at once fill two cores; vitest's default
     // on two cores is one file at a time.
     maxWorkers: 3,
-    // Project by project, the workerd pools first, the longest files of each first (test/sequencer.ts).
-    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         test: {
