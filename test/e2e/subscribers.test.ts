@@ -1,7 +1,7 @@
 /**
  * WebSocket subscribers under `wrangler dev` (real workerd, real sockets): two tests one after the
- * other on one server (side by side, a hibernating socket was once closed 1006 during the second
- * eviction while the other test pushed its log to 30 sockets). The server runs the fixture Worker
+ * other on one server (side by side, the memory test's push of its log to 30 sockets can close a
+ * hibernating socket 1006 during the other test's second eviction). The server runs the fixture Worker
  * (test/e2e/fixtures/hibernation/wrangler.toml: the ledger's own app and SessionObject subclass of
  * wrangler.e2e.toml plus a test route group, in its own directory so its `.wrangler/tmp` bundles
  * never mix with those of the kill -9 test, which may run at the same time). Each test works on its

@@ -22,8 +22,8 @@
  *    README snippet) named in the README.
  *
  * package.deep.test.ts (`npm run test:deep`) adds the same nodenext programs and the
- * `bundler`-resolution ones under TypeScript 5.9, and the examples' own `npm test`. One pack and one install per project are shared by every test of this
- * file. Entries declared in `package.json` whose source has not landed yet are skipped with a
+ * `bundler`-resolution ones under TypeScript 5.9, and the examples' own `npm test`. One pack and
+ * one install per project are shared by every test of this file. Entries declared in `package.json` whose source has not landed yet are skipped with a
  * warning.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
