@@ -178,15 +178,21 @@ interface Answer {
 }
 
 /**
- * Sends again while the answer is wrangler dev's own 503 for a forward that broke ("Your worker
- * restarted mid-request... Only GET or HEAD requests are retried automatically"): its proxy, which
- * a deployed Worker does not have, gives that answer when the Worker answers a large upload early
- * and closes while the proxy still streams the body to it. At most three sends; any other answer
- * is returned as it is.
+ * Sends again when no answer of the Worker arrived: wrangler dev's own 503 for a forward that broke
+ * ("Your worker restarted mid-request... Only GET or HEAD requests are retried automatically"), or
+ * the connection reset before the answer was read (the server answers a large upload early and
+ * closes while the client still sends). At most three sends; any other answer is returned as it is.
  */
 async function throughDevProxy(send: () => Promise<Answer>): Promise<Answer> {
   for (let attempt = 1; ; attempt++) {
-    const answer = await send();
+    let answer: Answer;
+    try {
+      answer = await send();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if ((code === 'ECONNRESET' || code === 'EPIPE') && attempt < 3) continue;
+      throw error;
+    }
     if (answer.status !== 503 || !answer.body.includes('restarted mid-request') || attempt === 3) return answer;
   }
 }
