@@ -14,6 +14,7 @@ import {
   PostgresDurableEventStore,
   postgresMigrationSql,
   type PostgresGlobalEvent,
+  type PostgresGlobalPage,
 } from '../../src/postgres.js';
 import type { DurableAppendNotice } from '../../src/core/store.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
@@ -174,21 +175,40 @@ describe('PostgreSQL global order', () => {
     const slow = new pg.Client({ connectionString: url });
     slow.on('error', () => undefined);
     await slow.connect();
-    await slow.query('BEGIN');
-    await slow.query(
-      `INSERT INTO "${schema}".events (session_id, sequence, body) VALUES ('g-slow', 1, $1::json)`,
-      [JSON.stringify({ placeholder: true })],
-    );
-    await store.append(SessionId('g-b'), [markerDraft('b1')]);
-    const seen: PostgresGlobalEvent[] = [];
-    const first = await store.readGlobal({ after: 0 });
-    seen.push(...first.events);
-    // Only what precedes the open transaction is visible; b1 (a later position) waits behind it.
-    expect(seen.map((e) => e.event.sessionId)).toEqual(Array.from({ length: 12 }, () => 'g-a'));
-    expect(seen.map((e) => e.event.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
-    await slow.query('ROLLBACK');
-    await slow.end();
-    const second = await store.readGlobal({ after: first.nextPosition });
+    let first: PostgresGlobalPage;
+    try {
+      await slow.query('BEGIN');
+      await slow.query(
+        `INSERT INTO "${schema}".events (session_id, sequence, body) VALUES ('g-slow', 1, $1::json)`,
+        [JSON.stringify({ placeholder: true })],
+      );
+      await store.append(SessionId('g-b'), [markerDraft('b1')]);
+      // The horizon is the oldest transaction still running anywhere on the server, and the other
+      // files of this project share the server: one of their transactions may hold it below the
+      // twelve appends for a while. Read until they show; b1 (a later position) stays behind the
+      // open transaction all along.
+      first = await store.readGlobal({ after: 0 });
+      const deadline = Date.now() + 30_000; // a hang guard
+      while (first.events.length < 12 && Date.now() < deadline) {
+        expect(first.events.map((e) => e.event.sessionId)).not.toContain('g-b');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        first = await store.readGlobal({ after: 0 });
+      }
+      expect(first.events.map((e) => e.event.sessionId)).toEqual(Array.from({ length: 12 }, () => 'g-a'));
+      expect(first.events.map((e) => e.event.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+      await slow.query('ROLLBACK');
+    } finally {
+      // An open transaction would also block the schema's DROP in afterAll.
+      await slow.end();
+    }
+    const seen: PostgresGlobalEvent[] = [...first.events];
+    // b1 shows once no transaction older than it runs on the server (see above).
+    let second = await store.readGlobal({ after: first.nextPosition });
+    const deadline = Date.now() + 30_000; // a hang guard
+    while (second.events.length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      second = await store.readGlobal({ after: first.nextPosition });
+    }
     seen.push(...second.events);
     expect(seen.map((e) => e.event.sessionId)).toEqual([...Array.from({ length: 12 }, () => 'g-a'), 'g-b']);
     const positions = seen.map((e) => e.position);
