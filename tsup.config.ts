@@ -1,5 +1,6 @@
 /**
- * Build: `npm run build` (also run by `prepare`/`prepack`) -> `dist/`.
+ * Build: `npm run build` (also run by `prepare`, and by `prepack` when a build input changed since
+ * the last build: scripts/build-stamp.ts) -> `dist/`.
  *
  * 1. JavaScript: tsup (esbuild) bundles every entry point listed in `package.json` (`exports` and
  *    `bin`, see scripts/package-entries.ts) as ESM for Node 20, with code splitting so that all
@@ -13,14 +14,18 @@
  *    (`unique symbol` brands), so a `SessionId` from `agent-ledger` would not be assignable to one
  *    from `agent-ledger/worker`. Two programs, because Node's and the Workers' global types
  *    conflict: the Workers-only entries with worker/tsconfig.json, the rest with tsconfig.json.
+ * 3. A record of the inputs this build read (scripts/build-stamp.ts), once both steps succeeded.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { defineConfig } from 'tsup';
+import { buildInputsDigest, recordBuild } from './scripts/build-stamp.js';
 import { PACKAGE_ROOT, presentEntries, type PackageEntry } from './scripts/package-entries.js';
 
 const entries = presentEntries();
+/** The inputs as this build reads them, recorded when it succeeds (scripts/build-stamp.ts). */
+const inputsDigest = buildInputsDigest(PACKAGE_ROOT);
 const CACHE = path.join(PACKAGE_ROOT, 'node_modules', '.cache', 'agent-ledger-build');
 
 /** Emits the declarations of `group` with the compiler options of `baseConfig`. */
@@ -67,5 +72,6 @@ export default defineConfig({
     const exported = entries.filter((entry) => entry.kind === 'export');
     emitDeclarations('workers', 'worker/tsconfig.json', exported.filter((entry) => entry.workersOnly));
     emitDeclarations('node', 'tsconfig.json', exported.filter((entry) => !entry.workersOnly));
+    recordBuild(PACKAGE_ROOT, inputsDigest);
   },
 });

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildInputsDigest, forgetBuild, isBuildCurrent, recordBuild } from '../../scripts/build-stamp.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The repository's tools (wrangler, tsc, tsx) for commands run inside consumer projects. */
@@ -135,6 +136,8 @@ export interface PackedPackage {
   root: string;
   /** `sha512-...` of the tarball. */
   integrity: string;
+  /** Whether the pack reused the repository's current `dist/` instead of building (scripts/build-stamp.ts). */
+  reusedBuild: boolean;
 }
 
 /** The parts of `package.json` the harness reads. */
@@ -152,14 +155,15 @@ export interface PackedManifest {
 const PACK_INPUTS = ['package.json', 'package-lock.json', 'tsup.config.ts', 'tsconfig.json', 'src', 'scripts', 'worker', 'docs', 'README.md', 'LICENSE'];
 
 /**
- * `npm pack` (its `prepack` script builds `dist/` and strips `package.json`, `postpack` puts it
- * back) into `destination`, run in a copy of the repository's pack inputs with `node_modules`
+ * `npm pack` (its `prepack` script builds `dist/` unless it is current, scripts/build-stamp.ts, and
+ * strips `package.json`; `postpack` puts it back) into `destination`, run in a copy of the repository's pack inputs with `node_modules`
  * linked. In the repository itself the pack would rewrite `package.json` and `dist/` while other
  * test files run: every `wrangler dev` watching its bundle's inputs reloads on the rewrite
  * (dropping its objects and their WebSockets), and the CLI's built-bin test would find `dist/`
- * half cleaned.
+ * half cleaned. `reuseBuild: false` makes `prepack` build in the copy even when the repository's
+ * `dist/` is current.
  */
-export async function packPackage(destination: string): Promise<PackedPackage> {
+export async function packPackage(destination: string, options: { reuseBuild?: boolean } = {}): Promise<PackedPackage> {
   mkdirSync(destination, { recursive: true });
   // Beside `destination`, so the caller's cleanup of its work directory removes it too.
   const root = mkdtempSync(path.join(path.dirname(destination), 'pack-root-'));
@@ -167,13 +171,26 @@ export async function packPackage(destination: string): Promise<PackedPackage> {
     if (existsSync(path.join(ROOT, entry))) cpSync(path.join(ROOT, entry), path.join(root, entry), { recursive: true });
   }
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  // `npm ci` built `dist/` through `prepare`: when the build inputs are unchanged since, the copy
+  // gets that build and its record, and `prepack` does not build the same files again.
+  const reusedBuild = options.reuseBuild !== false && isBuildCurrent(ROOT);
+  if (reusedBuild) {
+    const digest = buildInputsDigest(ROOT);
+    if (buildInputsDigest(root) !== digest) throw new Error(`the copy in ${root} differs from the repository in a build input`);
+    cpSync(path.join(ROOT, 'dist'), path.join(root, 'dist'), { recursive: true });
+    recordBuild(root, digest);
+  }
   // A hang guard: on a machine busy with other runs the build's two tsc programs took minutes.
-  await npm(['pack', '--pack-destination', destination], { cwd: root, env: offlineEnv(), timeoutMs: 420_000 });
+  try {
+    await npm(['pack', '--pack-destination', destination], { cwd: root, env: offlineEnv(), timeoutMs: 420_000 });
+  } finally {
+    forgetBuild(root); // the copy's record sits in the linked node_modules/.cache
+  }
   const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as PackedManifest;
   const tarball = path.join(destination, `${manifest.name}-${manifest.version}.tgz`);
   if (!existsSync(tarball)) throw new Error(`npm pack did not write ${tarball}; found ${readdirSync(destination).join(', ')}`);
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  return { tarball, manifest, integrity, root };
+  return { tarball, manifest, integrity, root, reusedBuild };
 }
 
 interface LockEntry {

@@ -14,15 +14,20 @@
  *    the Quick start on JSONL from the installed package, as node-agent does, and the session's
  *    kill -9 resume is proved from source by test/session and test/e2e.
  *
+ * 3. The pack builds `dist/` itself (`prepack`), and when the repository's `dist/` is current
+ *    (scripts/build-stamp.ts) the tarball holds exactly its files: what package.test.ts, which packs
+ *    that `dist/` without building again, relies on.
+ *
  * Each of the two files packs: run them in separate vitest runs (as `npm test` and `test:deep`
  * do), never side by side, or two `npm pack` would rebuild dist/ at once.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, type ConsumerManifest, type PackedPackage } from './harness.js';
+import { installConsumer, npmCli, offlineEnv, packPackage, ROOT, run, runOk, type ConsumerManifest, type PackedPackage } from './harness.js';
+import { isBuildCurrent } from '../../scripts/build-stamp.js';
 import { installNodeConsumer, writeJson, type Consumer } from './consumer.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-deep-'));
@@ -30,13 +35,33 @@ let packed: PackedPackage;
 let consumer: Consumer;
 
 beforeAll(async () => {
-  packed = await packPackage(path.join(work, 'pack'));
+  // A build of its own (`prepack` runs tsup in the copy), compared below with the `dist/` that
+  // package.test.ts's pack reuses.
+  packed = await packPackage(path.join(work, 'pack'), { reuseBuild: false });
   consumer = await installNodeConsumer(path.join(work, 'app'), packed);
 }, 600_000);
 
 afterAll(async () => {
   await rm(work, { recursive: true, force: true, maxRetries: 3 });
 }, 180_000);
+
+describe('the build in the pack', () => {
+  it('builds when asked to, and gives the same files as the current dist/ of the repository', async () => {
+    expect(packed.reusedBuild).toBe(false);
+    if (!isBuildCurrent(ROOT)) {
+      console.warn('dist/ of the repository is not current (an input changed since its build): nothing to compare');
+      return;
+    }
+    const unpacked = path.join(work, 'unpacked');
+    mkdirSync(unpacked);
+    await runOk('tar', ['-xzf', packed.tarball, '-C', unpacked], { cwd: work });
+    const files = (dir: string): string[] => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((file) => statSync(path.join(dir, file)).isFile()).sort();
+    const built = path.join(unpacked, 'package', 'dist');
+    const current = path.join(ROOT, 'dist');
+    expect(files(built)).toEqual(files(current));
+    for (const file of files(built)) expect(readFileSync(path.join(built, file)).equals(readFileSync(path.join(current, file))), file).toBe(true);
+  }, 120_000);
+});
 
 describe('TypeScript consumer, moduleResolution bundler', () => {
   it('type-checks the Node consumer and the user Worker', async () => {
