@@ -9,10 +9,17 @@
  * connection per request has no idle period to race; on loopback it costs a fraction of a
  * millisecond.
  */
-const originalFetch = globalThis.fetch;
+const PATCHED = Symbol.for('agent-ledger.test.fresh-connections');
+type PatchedFetch = typeof fetch & { [PATCHED]?: true };
 
-globalThis.fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-  if (!headers.has('connection')) headers.set('connection', 'close');
-  return originalFetch(input, { ...init, headers });
-};
+// Files share one process and run this setup file each: patch once.
+if ((globalThis.fetch as PatchedFetch)[PATCHED] !== true) {
+  const originalFetch = globalThis.fetch;
+  const patched: PatchedFetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    if (!headers.has('connection')) headers.set('connection', 'close');
+    return originalFetch(input, { ...init, headers });
+  };
+  patched[PATCHED] = true;
+  globalThis.fetch = patched;
+}
