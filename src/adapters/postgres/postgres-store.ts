@@ -238,6 +238,8 @@ export class PostgresDurableEventStore
    * page, 0 to start). Only transactions older than every transaction still in progress are
    * returned (`pg_snapshot_xmin`), so a transaction that commits after a later one is never
    * skipped: its events appear once it committed, still after `after`. Positions have gaps.
+   * "In progress" is server-wide: a transaction left open anywhere on the server (any database, any
+   * application) holds pages back, possibly empty, until it ends (docs/postgres.md).
    */
   readGlobal(options: { after?: number; limit?: number; signal?: AbortSignal } = {}): Promise<PostgresGlobalPage> {
     return this.#reads.readGlobal(options);
