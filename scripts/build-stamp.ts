@@ -74,12 +74,18 @@ export function forgetBuild(root: string): void {
   rmSync(recordPath(root), { force: true });
 }
 
-/** Whether `root`'s `dist/` was built from its build inputs as they are now. */
-export function isBuildCurrent(root: string = PACKAGE_ROOT): boolean {
+/**
+ * Whether `root`'s `dist/` was built from its build inputs as they are now (`digest`, computed
+ * here unless the caller has it already).
+ */
+export function isBuildCurrent(root: string = PACKAGE_ROOT, digest?: string): boolean {
   const file = recordPath(root);
   if (!existsSync(file) || !existsSync(path.join(root, 'dist', 'index.js'))) return false;
-  return readFileSync(file, 'utf8').trim() === buildInputsDigest(root);
+  return readFileSync(file, 'utf8').trim() === (digest ?? buildInputsDigest(root));
 }
+
+/** What `build-if-stale` prints when it does not build (the package test looks for it). */
+export const CURRENT_MESSAGE = 'dist/ is current (its build inputs are unchanged): not built again';
 
 /** Runs the build (tsup, which records the digest) unless `dist/` is current. */
 export function buildIfStale(root: string = PACKAGE_ROOT): 'built' | 'current' {
@@ -97,5 +103,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     process.exit(2);
   }
   const outcome = buildIfStale();
-  if (outcome === 'current') console.log('dist/ is current (its build inputs are unchanged): not built again');
+  if (outcome === 'current') console.log(CURRENT_MESSAGE);
 }

@@ -138,6 +138,8 @@ export interface PackedPackage {
   integrity: string;
   /** Whether the pack reused the repository's current `dist/` instead of building (scripts/build-stamp.ts). */
   reusedBuild: boolean;
+  /** What `npm pack` printed (its `prepack` says whether it built). */
+  packOutput: string;
 }
 
 /** The parts of `package.json` the harness reads. */
@@ -173,16 +175,17 @@ export async function packPackage(destination: string, options: { reuseBuild?: b
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   // `npm ci` built `dist/` through `prepare`: when the build inputs are unchanged since, the copy
   // gets that build and its record, and `prepack` does not build the same files again.
-  const reusedBuild = options.reuseBuild !== false && isBuildCurrent(ROOT);
+  const digest = buildInputsDigest(ROOT);
+  const reusedBuild = options.reuseBuild !== false && isBuildCurrent(ROOT, digest);
   if (reusedBuild) {
-    const digest = buildInputsDigest(ROOT);
     if (buildInputsDigest(root) !== digest) throw new Error(`the copy in ${root} differs from the repository in a build input`);
     cpSync(path.join(ROOT, 'dist'), path.join(root, 'dist'), { recursive: true });
     recordBuild(root, digest);
   }
   // A hang guard: on a machine busy with other runs the build's two tsc programs took minutes.
+  let packOutput: string;
   try {
-    await npm(['pack', '--pack-destination', destination], { cwd: root, env: offlineEnv(), timeoutMs: 420_000 });
+    packOutput = await npm(['pack', '--pack-destination', destination], { cwd: root, env: offlineEnv(), timeoutMs: 420_000 });
   } finally {
     forgetBuild(root); // the copy's record sits in the linked node_modules/.cache
   }
@@ -190,7 +193,7 @@ export async function packPackage(destination: string, options: { reuseBuild?: b
   const tarball = path.join(destination, `${manifest.name}-${manifest.version}.tgz`);
   if (!existsSync(tarball)) throw new Error(`npm pack did not write ${tarball}; found ${readdirSync(destination).join(', ')}`);
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  return { tarball, manifest, integrity, root, reusedBuild };
+  return { tarball, manifest, integrity, root, reusedBuild, packOutput };
 }
 
 interface LockEntry {

@@ -37,6 +37,7 @@ import { installConsumer, offlineEnv, packPackage, ROOT, runOk, type PackedPacka
 import { installNodeConsumer, pinned, presentEntries, writeJson, type Consumer } from './consumer.js';
 import { readmeSnippets } from './readme-snippets.js';
 import { BACKUP, publishedManifest, UNPUBLISHED_FIELDS } from '../../scripts/publish-manifest.js';
+import { CURRENT_MESSAGE, isBuildCurrent } from '../../scripts/build-stamp.js';
 import { startLocalWorker } from '../http/local-worker.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'agent-ledger-package-'));
@@ -101,6 +102,17 @@ describe('the tarball', () => {
     const backup = path.join(packed.root, path.relative(ROOT, BACKUP));
     expect(existsSync(backup), backup).toBe(false);
     expect(shipped).toEqual(publishedManifest(repository));
+  });
+
+  it("reuses the build of npm ci while the build inputs are unchanged, and builds when one changed", () => {
+    // In a fresh clone `prepare` built dist/, so the pack must not build again; after an edit it must.
+    if (packed.reusedBuild) {
+      expect(packed.packOutput).toContain(CURRENT_MESSAGE);
+      expect(packed.packOutput).not.toContain('Build start');
+    } else {
+      expect(isBuildCurrent(ROOT)).toBe(false);
+      expect(packed.packOutput).toContain('Build success');
+    }
   });
 
   it('passes publint (strict) and attw (ESM-only profile)', async () => {

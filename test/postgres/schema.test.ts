@@ -48,9 +48,9 @@ afterAll(async () => {
   for (const schema of schemas) await dropSchema(url, schema);
 });
 
-async function eventually(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+async function eventually(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -175,7 +175,7 @@ describe('PostgreSQL global order', () => {
     const slow = new pg.Client({ connectionString: url });
     slow.on('error', () => undefined);
     await slow.connect();
-    let first: PostgresGlobalPage;
+    let first: PostgresGlobalPage = { events: [], nextPosition: 0 };
     try {
       await slow.query('BEGIN');
       await slow.query(
@@ -187,13 +187,11 @@ describe('PostgreSQL global order', () => {
       // files of this project share the server: one of their transactions may hold it below the
       // twelve appends for a while. Read until they show; b1 (a later position) stays behind the
       // open transaction all along.
-      first = await store.readGlobal({ after: 0 });
-      const deadline = Date.now() + 30_000; // a hang guard
-      while (first.events.length < 12 && Date.now() < deadline) {
-        expect(first.events.map((e) => e.event.sessionId)).not.toContain('g-b');
-        await new Promise((resolve) => setTimeout(resolve, 20));
+      await eventually(async () => {
         first = await store.readGlobal({ after: 0 });
-      }
+        expect(first.events.map((e) => e.event.sessionId)).not.toContain('g-b');
+        return first.events.length >= 12;
+      }, 'the twelve earlier appends', 30_000);
       expect(first.events.map((e) => e.event.sessionId)).toEqual(Array.from({ length: 12 }, () => 'g-a'));
       expect(first.events.map((e) => e.event.sequence)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
       await slow.query('ROLLBACK');
@@ -203,13 +201,11 @@ describe('PostgreSQL global order', () => {
     }
     const seen: PostgresGlobalEvent[] = [...first.events];
     // b1 shows once no transaction older than it runs on the server (see above).
-    let second = await store.readGlobal({ after: first.nextPosition });
-    const deadline = Date.now() + 30_000; // a hang guard
-    while (second.events.length === 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      second = await store.readGlobal({ after: first.nextPosition });
-    }
-    seen.push(...second.events);
+    await eventually(async () => {
+      const second = await store.readGlobal({ after: first.nextPosition });
+      seen.push(...second.events);
+      return second.events.length > 0;
+    }, 'b1', 30_000);
     expect(seen.map((e) => e.event.sessionId)).toEqual([...Array.from({ length: 12 }, () => 'g-a'), 'g-b']);
     const positions = seen.map((e) => e.position);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
