@@ -16,7 +16,7 @@ import { loadInspection } from '../inspector/model/inspection.js';
 import { correlationOf } from '../inspector/model/timeline.js';
 import { classifyRecoveryPlan } from '../inspector/model/safety.js';
 import { copySession, type CopyReport } from './copy.js';
-import { CliError, createProgress, EXIT_DEFECT, printJson, println } from './output.js';
+import { CliError, EXIT_DEFECT, type CliOutput } from './output.js';
 import { eventLine, forkLines, inspectionLines, planLines } from './render.js';
 import { openStore, parseStoreUrl, removeCreatedStore, storeExists, type OpenedStore, type StoreSpec } from './stores.js';
 import { listJsonlSessions, verifyJsonlSession, verifyThroughStore, type VerifyReport } from './verify.js';
@@ -24,10 +24,8 @@ import { listJsonlSessions, verifyJsonlSession, verifyThroughStore, type VerifyR
 interface GlobalOptions {
   json: boolean;
   tokenEnv: string;
-}
-
-function globals(command: Command): GlobalOptions {
-  return command.optsWithGlobals<GlobalOptions>();
+  /** The run's environment, where `--token-env` names the bearer token. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 /** Checks a session ID argument. */
@@ -46,7 +44,7 @@ function positiveInt(raw: string, label: string, min = 1): number {
 }
 
 async function withStore<T>(raw: string, options: GlobalOptions, mustExist: boolean, body: (opened: OpenedStore) => Promise<T>): Promise<T> {
-  const opened = await openStore(parseStoreUrl(raw), { mustExist, tokenEnv: options.tokenEnv });
+  const opened = await openStore(parseStoreUrl(raw), { mustExist, tokenEnv: options.tokenEnv, env: options.env });
   try {
     return await body(opened);
   } finally {
@@ -66,7 +64,7 @@ async function withTarget<T>(
   body: (target: OpenedStore) => Promise<T>,
 ): Promise<T> {
   const existed = storeExists(spec);
-  const target = await openStore(spec, { mustExist: false, tokenEnv: options.tokenEnv });
+  const target = await openStore(spec, { mustExist: false, tokenEnv: options.tokenEnv, env: options.env });
   let created = false;
   try {
     return await body(target);
@@ -154,8 +152,10 @@ function eventFilter(filters: EventFilters): (event: DurableEventEnvelope) => bo
     (filters.modelAttempt === undefined || correlationOf(event, 'modelAttemptId') === filters.modelAttempt);
 }
 
-/** Registers every subcommand on `program`. */
-export function registerCommands(program: Command): void {
+/** Registers every subcommand on `program`; they print through `out`. */
+export function registerCommands(program: Command, out: CliOutput): void {
+  const globals = (command: Command): GlobalOptions => ({ ...command.optsWithGlobals<Omit<GlobalOptions, 'env'>>(), env: out.io.env });
+
   program
     .command('inspect')
     .description('session summary: head, status, active request and turn, lease, next deadline, recovery plan')
@@ -166,7 +166,7 @@ export function registerCommands(program: Command): void {
       const options = globals(command);
       const sessionId = sessionArg(session);
       await withStore(store, options, true, async (opened) => {
-        const progress = createProgress(options.json);
+        const progress = out.progress(options.json);
         progress.start(0, 'reading');
         const inspection = await loadInspection(opened.store, sessionId, {
           onProgress: (read, head) => progress.update(read, head),
@@ -176,13 +176,13 @@ export function registerCommands(program: Command): void {
         if (inspection.headSequence === null) throw new CliError(`session ${sessionId} has no events in ${store}`);
         if (options.json) {
           const { timeline: _timeline, recent: _recent, ...summary } = inspection;
-          printJson(summary);
+          out.printJson(summary);
         } else {
-          for (const line of inspectionLines(inspection)) println(line);
+          for (const line of inspectionLines(inspection)) out.println(line);
         }
         if (inspection.projectionFailure !== null) {
-          if (!options.json) process.stderr.write(`agent-ledger: the log of ${sessionId} does not project (run verify)\n`);
-          process.exitCode = EXIT_DEFECT;
+          if (!options.json) out.warn(`the log of ${sessionId} does not project (run verify)`);
+          out.exitCode = EXIT_DEFECT;
         }
       });
     });
@@ -207,7 +207,7 @@ export function registerCommands(program: Command): void {
       const matches = eventFilter(flags);
       await withStore(store, options, true, async (opened) => {
         const after = await resolveAfter(opened, sessionId, flags.after);
-        const progress = createProgress(options.json);
+        const progress = out.progress(options.json);
         progress.start(0, 'scanning');
         const events: DurableEventEnvelope[] = [];
         let scanned = 0;
@@ -220,12 +220,12 @@ export function registerCommands(program: Command): void {
         progress.stop();
         const nextCursor = hasMore && last !== undefined ? encodeDurableEventCursor(durableEventCursor(last)) : null;
         if (options.json) {
-          printJson({ sessionId, events, nextCursor, hasMore });
+          out.printJson({ sessionId, events, nextCursor, hasMore });
           return;
         }
-        for (const event of events) println(eventLine(event));
-        if (events.length === 0) println('(no matching events)');
-        if (nextCursor !== null) println(`more: --after ${nextCursor}`);
+        for (const event of events) out.println(eventLine(event));
+        if (events.length === 0) out.println('(no matching events)');
+        if (nextCursor !== null) out.println(`more: --after ${nextCursor}`);
       });
     });
 
@@ -241,8 +241,8 @@ export function registerCommands(program: Command): void {
       const sessionId = sessionArg(session);
       const count = positiveInt(flags.lines, '--lines', 0);
       const print = (event: DurableEventEnvelope): void => {
-        if (options.json) process.stdout.write(`${JSON.stringify(event)}\n`);
-        else println(eventLine(event));
+        if (options.json) out.printJson(event, true);
+        else out.println(eventLine(event));
       };
       await withStore(store, options, true, async (opened) => {
         const ring: DurableEventEnvelope[] = [];
@@ -293,8 +293,8 @@ export function registerCommands(program: Command): void {
           throw new CliError(`the log does not project: ${inspection.projectionFailure?.message ?? 'unknown'} (run verify)`);
         }
         const classified = classifyRecoveryPlan(inspection.plan);
-        if (options.json) printJson({ sessionId, ...classified, plan: inspection.plan });
-        else for (const line of planLines(classified)) println(line);
+        if (options.json) out.printJson({ sessionId, ...classified, plan: inspection.plan });
+        else for (const line of planLines(classified)) out.println(line);
       });
     });
 
@@ -318,7 +318,7 @@ export function registerCommands(program: Command): void {
         if (sessions.length === 0 && reports.length === 0) throw new CliError(`no sessions in ${store}`);
       } else throw new CliError('verify needs a session ID for this kind of store');
       await withStore(store, options, true, async (opened) => {
-        const progress = createProgress(options.json);
+        const progress = out.progress(options.json);
         for (const sessionId of sessions) {
           const report: VerifyReport = { sessionId, events: 0, durabilityRecords: null, defects: [], notes: [] };
           progress.start(0, `verify ${sessionId}`);
@@ -330,18 +330,18 @@ export function registerCommands(program: Command): void {
         }
       });
       const defects = reports.reduce((sum, report) => sum + report.defects.length, 0);
-      if (options.json) printJson({ ok: defects === 0, sessions: reports });
+      if (options.json) out.printJson({ ok: defects === 0, sessions: reports });
       else {
         for (const report of reports) {
           const durability = report.durabilityRecords === null ? '' : `, ${report.durabilityRecords} durability records`;
-          println(`${report.defects.length === 0 ? 'ok     ' : 'DEFECT '} ${report.sessionId}: ${report.events} events${durability}`);
-          for (const defect of report.defects) println(`  ${defect.where}: ${defect.message}`);
-          for (const note of report.notes) println(`  note: ${note}`);
+          out.println(`${report.defects.length === 0 ? 'ok     ' : 'DEFECT '} ${report.sessionId}: ${report.events} events${durability}`);
+          for (const defect of report.defects) out.println(`  ${defect.where}: ${defect.message}`);
+          for (const note of report.notes) out.println(`  note: ${note}`);
         }
       }
       if (defects > 0) {
-        if (!options.json) process.stderr.write(`agent-ledger: verify found ${defects} defect(s)\n`);
-        process.exitCode = EXIT_DEFECT;
+        if (!options.json) out.warn(`verify found ${defects} defect(s)`);
+        out.exitCode = EXIT_DEFECT;
       }
     });
 
@@ -367,8 +367,8 @@ export function registerCommands(program: Command): void {
           if (head === null) throw new CliError(`session ${sessionId} has no events in ${store}`);
           if (!(await journal.writeCheckpoint())) throw new CliError(`no checkpoint was written for session ${sessionId}`);
           const written = await describe();
-          if (options.json) printJson({ sessionId, head, rebuilt: written });
-          else println(`rebuilt ${sessionId}: checkpoint at sequence ${written?.sequence ?? '?'} (the head), ${written?.bytes ?? 0} bytes`);
+          if (options.json) out.printJson({ sessionId, head, rebuilt: written });
+          else out.println(`rebuilt ${sessionId}: checkpoint at sequence ${written?.sequence ?? '?'} (the head), ${written?.bytes ?? 0} bytes`);
           return;
         }
         const stored = await describe();
@@ -376,12 +376,12 @@ export function registerCommands(program: Command): void {
         const journal = await DurableSessionJournal.open(opened.store, sessionId, { checkpoints: { write: false } });
         const head = journal.getHeadSequence();
         const outcome = journal.getCheckpointOutcome();
-        if (options.json) printJson({ sessionId, head, stored, outcome });
+        if (options.json) out.printJson({ sessionId, head, stored, outcome });
         else {
-          if (stored === null) println(`${sessionId}: no checkpoint stored (head ${head ?? 'none'}); an open folds the whole log`);
-          else println(`${sessionId}: checkpoint at sequence ${stored.sequence} of ${head ?? 'none'} (${stored.bytes} bytes, event ${stored.eventId})`);
-          if (outcome.status === 'used') println(`  an open uses it and folds ${(head ?? 0) - outcome.sequence} later event(s); \`verify\` audits it against the whole log`);
-          else if (outcome.status !== 'none') println(`  an open does not use it (${outcome.status}: ${outcome.reason}); \`checkpoint --rebuild\` writes a new one`);
+          if (stored === null) out.println(`${sessionId}: no checkpoint stored (head ${head ?? 'none'}); an open folds the whole log`);
+          else out.println(`${sessionId}: checkpoint at sequence ${stored.sequence} of ${head ?? 'none'} (${stored.bytes} bytes, event ${stored.eventId})`);
+          if (outcome.status === 'used') out.println(`  an open uses it and folds ${(head ?? 0) - outcome.sequence} later event(s); \`verify\` audits it against the whole log`);
+          else if (outcome.status !== 'none') out.println(`  an open does not use it (${outcome.status}: ${outcome.reason}); \`checkpoint --rebuild\` writes a new one`);
         }
       });
     });
@@ -411,7 +411,7 @@ export function registerCommands(program: Command): void {
       if (fromSpec.kind === toSpec.kind && fromSpec.location === toSpec.location && flags.as === undefined) {
         throw new CliError('source and target are the same store: give the copy another ID with --as');
       }
-      const source = await openStore(fromSpec, { mustExist: true, tokenEnv: options.tokenEnv });
+      const source = await openStore(fromSpec, { mustExist: true, tokenEnv: options.tokenEnv, env: options.env });
       try {
         // A session the source lacks (a mistyped ID) is refused before the target is touched.
         const missing: SessionId[] = [];
@@ -420,7 +420,7 @@ export function registerCommands(program: Command): void {
         const targetIds = sessions.map((sessionId) => (flags.as === undefined ? sessionId : sessionArg(flags.as, '--as')));
         const reports = await withTarget(toSpec, options, targetIds, async (target) => {
           const done: CopyReport[] = [];
-          const progress = createProgress(options.json);
+          const progress = out.progress(options.json);
           for (const [index, sessionId] of sessions.entries()) {
             progress.start(0, `copy ${sessionId}`);
             try {
@@ -431,11 +431,11 @@ export function registerCommands(program: Command): void {
           }
           return done;
         });
-        if (options.json) printJson({ sessions: reports });
+        if (options.json) out.printJson({ sessions: reports });
         else {
           for (const report of reports) {
             const durability = report.durability === 'unsupported' ? 'durability records not copied (a store has no durability API)' : `durability records ${report.durability.appended} copied, ${report.durability.verified} verified`;
-            println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${durability}`);
+            out.println(`${report.sessionId} -> ${report.targetSessionId}: ${report.appendedEvents} events copied, ${report.verifiedEvents} verified, head ${report.headSequence ?? 'empty'}; ${durability}`);
           }
         }
       } finally {
@@ -460,8 +460,8 @@ export function registerCommands(program: Command): void {
         const fork = (target: OpenedStore | undefined): Promise<ForkSessionResult> =>
           forkSession(opened.store, sessionId, { at, newSessionId, ...(target === undefined ? {} : { target: target.store }) });
         const result = flags.to === undefined ? await fork(undefined) : await withTarget(parseStoreUrl(flags.to), options, [newSessionId], fork);
-        if (options.json) printJson(result);
-        else for (const line of forkLines(result)) println(line);
+        if (options.json) out.printJson(result);
+        else for (const line of forkLines(result)) out.println(line);
       });
     });
 
@@ -477,9 +477,9 @@ export function registerCommands(program: Command): void {
       const options = globals(command);
       const port = positiveInt(flags.port, '--port', 0);
       const spec = parseStoreUrl(store);
-      const opened = await openStore(spec, { mustExist: true, tokenEnv: options.tokenEnv });
+      const opened = await openStore(spec, { mustExist: true, tokenEnv: options.tokenEnv, env: options.env });
       const { startInspectorServer } = await import('./serve.js');
-      await startInspectorServer(opened, {
+      await startInspectorServer(opened, out, {
         port,
         host: flags.host,
         json: options.json,

@@ -11,11 +11,11 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { isDurableError } from '../protocol/errors.js';
-import { CliError, EXIT_FAILURE } from './output.js';
+import { CliError, CliOutput, EXIT_FAILURE, processIo, type CliIo } from './output.js';
 import { registerCommands } from './commands.js';
 
-/** Builds the commander program (exported for tests that want the help text in-process). */
-function buildProgram(): Command {
+/** Builds the commander program; its help, errors and commands write through `out`. */
+function buildProgram(out: CliOutput): Command {
   const program = new Command();
   program
     .name('agent-ledger')
@@ -24,7 +24,8 @@ function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .addOption(new Option('--json', 'print JSON instead of text').default(false))
     .addOption(new Option('--token-env <name>', 'environment variable holding the bearer token of an http(s) store').default('AGENT_LEDGER_TOKEN'));
-  registerCommands(program);
+  program.configureOutput({ writeOut: (text) => out.io.stdout.write(text), writeErr: (text) => out.io.stderr.write(text) });
+  registerCommands(program, out);
   program.exitOverride();
   return program;
 }
@@ -37,18 +38,24 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-/** Runs the CLI with `argv` (without the node and script entries); resolves to the exit code. */
-export async function run(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+/**
+ * Runs the CLI with `argv` (without the node and script entries); resolves to the exit code.
+ * `io` defaults to the process's streams and environment; a caller in the same process (the
+ * tests) passes its own buffers. `tail -f` and `serve` still listen for the process's SIGINT and
+ * SIGTERM.
+ */
+export async function run(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  const out = new CliOutput(io);
+  const program = buildProgram(out);
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+    return out.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       // commander already printed its one-line message (or the help / version text).
       return error.exitCode === 0 ? 0 : EXIT_FAILURE;
     }
-    process.stderr.write(`agent-ledger: ${describe(error)}\n`);
+    out.warn(describe(error));
     return error instanceof CliError ? error.exitCode : EXIT_FAILURE;
   }
 }

@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { ALL_INSPECTOR_SCOPES, type InspectorScope } from '../inspector/backend.js';
 import { createInspectorApp } from '../inspector/app.js';
-import { CliError, printJson, println } from './output.js';
+import { CliError, type CliOutput } from './output.js';
 import type { OpenedStore } from './stores.js';
 
 /** Options of {@link startInspectorServer}. */
@@ -80,10 +80,10 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** Starts the server; resolves once it listens (it then runs until the process is stopped). */
-export async function startInspectorServer(opened: OpenedStore, options: InspectorServerOptions): Promise<void> {
+export async function startInspectorServer(opened: OpenedStore, out: CliOutput, options: InspectorServerOptions): Promise<void> {
   let token: string;
   if (options.pageTokenEnv !== undefined) {
-    const value = process.env[options.pageTokenEnv];
+    const value = out.io.env[options.pageTokenEnv];
     if (value === undefined || value.length < 16) throw new CliError(`${options.pageTokenEnv} must hold a token of at least 16 characters`);
     token = value;
   } else token = randomBytes(24).toString('base64url');
@@ -121,10 +121,10 @@ export async function startInspectorServer(opened: OpenedStore, options: Inspect
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-  if (options.json) printJson({ url, pagePath: '/v1/sessions/{sessionId}/inspect', token: options.pageTokenEnv === undefined ? token : undefined, store: opened.spec.raw });
+  if (options.json) out.printJson({ url, pagePath: '/v1/sessions/{sessionId}/inspect', token: options.pageTokenEnv === undefined ? token : undefined, store: opened.spec.raw });
   else {
-    println(`agent-ledger inspector for ${opened.spec.raw} on ${url}`);
-    println(`open ${url}/v1/sessions/<sessionId>/inspect and sign in with the token:`);
-    println(options.pageTokenEnv === undefined ? `  ${token}` : `  (the value of ${options.pageTokenEnv})`);
+    out.println(`agent-ledger inspector for ${opened.spec.raw} on ${url}`);
+    out.println(`open ${url}/v1/sessions/<sessionId>/inspect and sign in with the token:`);
+    out.println(options.pageTokenEnv === undefined ? `  ${token}` : `  (the value of ${options.pageTokenEnv})`);
   }
 }

@@ -81,7 +81,8 @@ interface OpenStoreOptions {
   mustExist: boolean;
   /** Environment variable with the HTTP bearer token. */
   tokenEnv?: string;
-  env?: NodeJS.ProcessEnv;
+  /** Where that variable is read (default: `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**

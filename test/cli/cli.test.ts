@@ -1,5 +1,8 @@
 /**
- * The `agent-ledger` binary as a child process against real JSONL and SQLite stores.
+ * The `agent-ledger` CLI against real JSONL and SQLite stores. Most commands run in this process
+ * (`runCliInProcess`: the bin's `run()` with buffers); the bin runs as a child where the process is
+ * the point: its exit code, `--help` without the native addons, `tail -f` and SIGINT, a terminal's
+ * progress bar, a copy killed with SIGKILL.
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
@@ -11,7 +14,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { CommandId, SessionId } from '../../src/protocol/ids.js';
 import { appendCycles, cycleDrafts } from '../checkpoint/lifecycle-log.js';
-import { CLI_SOURCE, linesOf, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { CLI_SOURCE, linesOf, ROOT, runCli, runCliInProcess, seed, spawnCli, tempDir } from './helpers.js';
 import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
@@ -67,7 +70,7 @@ describe('arguments and errors', () => {
       [['inspect', 'http://user:pw@127.0.0.1:9', 'perm'], /not in the URL/],
     ];
     for (const [args, pattern] of cases) {
-      const run = await runCli(args, { AGENT_LEDGER_TOKEN: '' });
+      const run = await runCliInProcess(args, { AGENT_LEDGER_TOKEN: '' });
       expect(run.code, args.join(' ')).toBe(1);
       expect(run.stderr, args.join(' ')).toMatch(pattern);
       expect(run.stderr.trim().split('\n'), args.join(' ')).toHaveLength(1);
@@ -82,36 +85,36 @@ describe('arguments and errors', () => {
 
 describe('reading', () => {
   it('inspect and plan classify the pending permission', async () => {
-    const inspect = await runCli(['inspect', jsonl, 'perm']);
+    const inspect = await runCliInProcess(['inspect', jsonl, 'perm']);
     expect(inspect.code).toBe(0);
     expect(inspect.stdout).toContain('head      12');
     expect(inspect.stdout).toContain('[needs a person] permission for deploy');
     expect(inspect.stdout).toMatch(/next\s+sleep backoff at/);
     expect(inspect.stdout).toContain('checkpoint none stored');
     const plan = json<{ action: string; safety: string; items: { kind: string; safety: string; toolName?: string }[] }>(
-      (await runCli(['plan', jsonl, 'perm', '--json'])).stdout,
+      (await runCliInProcess(['plan', jsonl, 'perm', '--json'])).stdout,
     );
     expect(plan.action).toBe('resolve_permissions');
     expect(plan.safety).toBe('needs_person');
     expect(plan.items).toEqual([expect.objectContaining({ kind: 'permission', safety: 'needs_person', toolName: 'deploy' })]);
-    const done = json<{ action: string; items: unknown[] }>((await runCli(['plan', jsonl, 'long', '--json'])).stdout);
+    const done = json<{ action: string; items: unknown[] }>((await runCliInProcess(['plan', jsonl, 'long', '--json'])).stdout);
     expect(done).toMatchObject({ action: 'none', items: [] });
   }, 60_000);
 
   it('events pages with a cursor and filters, and prints nothing extra when piped', async () => {
-    const first = await runCli(['events', jsonl, 'long', '--limit', '100', '--json']);
+    const first = await runCliInProcess(['events', jsonl, 'long', '--limit', '100', '--json']);
     const page1 = json<{ events: { sequence: number }[]; nextCursor: string | null; hasMore: boolean }>(first.stdout);
     expect(first.stderr).toBe('');
     expect(page1.events.map((event) => event.sequence)).toEqual(Array.from({ length: 100 }, (_, index) => index + 1));
     expect(page1.hasMore).toBe(true);
-    const second = json<{ events: { sequence: number }[] }>((await runCli(['events', jsonl, 'long', '--after', page1.nextCursor ?? '', '--limit', '5', '--json'])).stdout);
+    const second = json<{ events: { sequence: number }[] }>((await runCliInProcess(['events', jsonl, 'long', '--after', page1.nextCursor ?? '', '--limit', '5', '--json'])).stdout);
     expect(second.events.map((event) => event.sequence)).toEqual([101, 102, 103, 104, 105]);
-    const bySequence = json<{ events: { sequence: number }[] }>((await runCli(['events', jsonl, 'long', '--after', '318', '--json'])).stdout);
+    const bySequence = json<{ events: { sequence: number }[] }>((await runCliInProcess(['events', jsonl, 'long', '--after', '318', '--json'])).stdout);
     expect(bySequence.events.map((event) => event.sequence)).toEqual([319, 320, 321]);
-    const typed = json<{ events: { type: string }[] }>((await runCli(['events', jsonl, 'long', '--type', 'request_completed', '--all', '--json'])).stdout);
+    const typed = json<{ events: { type: string }[] }>((await runCliInProcess(['events', jsonl, 'long', '--type', 'request_completed', '--all', '--json'])).stdout);
     expect(typed.events).toHaveLength(40);
     expect(new Set(typed.events.map((event) => event.type))).toEqual(new Set(['request_completed']));
-    const human = await runCli(['events', jsonl, 'perm', '--tool-attempt', 'tool-deploy']);
+    const human = await runCliInProcess(['events', jsonl, 'perm', '--tool-attempt', 'tool-deploy']);
     expect(human.stdout.trim().split('\n').map((line) => line.trim().split(/\s+/)[2])).toEqual(['tool_scheduled', 'permission_requested']);
   }, 60_000);
 
@@ -147,14 +150,14 @@ describe('progress', () => {
     expect(terminal.stderr).toContain('verify perm [');
     expect(piped.stderr).toBe('');
     expect(terminal.stdout).toBe(piped.stdout);
-    const json = await runCli(['verify', jsonl, 'perm', '--json']);
+    const json = await runCliInProcess(['verify', jsonl, 'perm', '--json']);
     expect(json.stderr).toBe('');
   }, 60_000);
 });
 
 describe('verify', () => {
   it('passes a healthy store and names the line of each corrupt one', async () => {
-    const ok = await runCli(['verify', jsonl, '--json']);
+    const ok = await runCliInProcess(['verify', jsonl, '--json']);
     expect(ok.code).toBe(0);
     expect(json<{ ok: boolean }>(ok.stdout).ok).toBe(true);
 
@@ -185,11 +188,13 @@ describe('verify', () => {
         { type: 'turn_started', requestId: 'ghost' as never, turnId: 'ghost-turn' as never, data: { turn: 1 } },
       ]);
       await store.close();
-      const run = await runCli(['verify', `${kind}:${location}`, 'lifecycle', '--json']);
+      const run = await runCliInProcess(['verify', `${kind}:${location}`, 'lifecycle', '--json']);
       expect(run.code, kind).toBe(2);
       const report = json<{ sessions: { defects: { where: string; sequence?: number }[] }[] }>(run.stdout);
       expect(report.sessions[0]?.defects[0]).toMatchObject({ where: 'sequence 10', sequence: 10 });
     }
+    // The exit code is the run's own: an in-process run leaves the process's untouched.
+    expect(process.exitCode ?? 0).toBe(0);
   }, 60_000);
 });
 
@@ -207,7 +212,7 @@ describe('verify: the stored checkpoint', () => {
     }
     await store.close();
 
-    const healthy = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    const healthy = await runCliInProcess(['verify', `jsonl:${root}`, 'audited', '--json']);
     expect(healthy.code).toBe(0);
     const ok = json<{ sessions: { checkpoint?: { sequence: number; status: string }; notes: string[] }[] }>(healthy.stdout).sessions[0];
     // session_created, then 4 commands of 5 events before the checkpoint.
@@ -224,37 +229,37 @@ describe('verify: the stored checkpoint', () => {
     lines[1] = (lines[1] ?? '').replace(`"recordedAt":"${second}"`, `"recordedAt":"${earlier}"`);
     writeFileSync(files.log, lines.join('\n'));
 
-    const rewritten = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    const rewritten = await runCliInProcess(['verify', `jsonl:${root}`, 'audited', '--json']);
     expect(rewritten.code).toBe(2);
     const report = json<{ sessions: { checkpoint?: { status: string }; defects: { where: string; message: string }[] }[] }>(rewritten.stdout).sessions[0];
     expect(report?.checkpoint?.status).toBe('wrong');
     expect(report?.defects).toEqual([{ where: 'checkpoint at sequence 21', sequence: 21, message: expect.stringMatching(/digest mismatch/) }]);
     // `inspect` folds the whole log too, and audits the checkpoint on the way.
-    const inspectWrong = await runCli(['inspect', `jsonl:${root}`, 'audited']);
+    const inspectWrong = await runCliInProcess(['inspect', `jsonl:${root}`, 'audited']);
     expect(inspectWrong.stdout).toMatch(/checkpoint at sequence 21, 10 event\(s\) behind the head, \d+ bytes: WRONG: .*digest mismatch.*--rebuild/);
-    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 21, behind: 10, status: 'wrong' } });
+    expect(json((await runCliInProcess(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 21, behind: 10, status: 'wrong' } });
     // Opened from the checkpoint, `inspect` cannot see that: it says the view was not audited.
-    const fast = await runCli(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint']);
+    const fast = await runCliInProcess(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint']);
     expect(fast.stdout).toMatch(/checkpoint at sequence 21, 10 event\(s\) behind the head, \d+ bytes: this view opened from it and folded the 10 event\(s\) after it; not audited/);
-    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint', '--json'])).stdout)).toMatchObject({ openedFrom: 'checkpoint', checkpoint: { sequence: 21, status: 'used' } });
+    expect(json((await runCliInProcess(['inspect', `jsonl:${root}`, 'audited', '--from-checkpoint', '--json'])).stdout)).toMatchObject({ openedFrom: 'checkpoint', checkpoint: { sequence: 21, status: 'used' } });
 
     // `checkpoint` shows that an open still trusts it; `--rebuild` replaces it from the whole log.
-    const shown = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--json']);
+    const shown = await runCliInProcess(['checkpoint', `jsonl:${root}`, 'audited', '--json']);
     expect(shown.code).toBe(0);
     expect(json(shown.stdout)).toMatchObject({ head: 31, stored: { sequence: 21 }, outcome: { status: 'used', sequence: 21 } });
-    const text = await runCli(['checkpoint', `jsonl:${root}`, 'audited']);
+    const text = await runCliInProcess(['checkpoint', `jsonl:${root}`, 'audited']);
     expect(text.stdout).toContain('checkpoint at sequence 21 of 31');
     expect(text.stdout).toContain('folds 10 later event(s)');
-    const rebuilt = await runCli(['checkpoint', `jsonl:${root}`, 'audited', '--rebuild', '--json']);
+    const rebuilt = await runCliInProcess(['checkpoint', `jsonl:${root}`, 'audited', '--rebuild', '--json']);
     expect(rebuilt.code).toBe(0);
     expect(json(rebuilt.stdout)).toMatchObject({ head: 31, rebuilt: { sequence: 31 } });
-    const after = await runCli(['verify', `jsonl:${root}`, 'audited', '--json']);
+    const after = await runCliInProcess(['verify', `jsonl:${root}`, 'audited', '--json']);
     expect(after.code).toBe(0);
     expect(json<{ sessions: { checkpoint?: unknown }[] }>(after.stdout).sessions[0]?.checkpoint).toEqual({ sequence: 31, status: 'matches' });
-    const inspected = await runCli(['inspect', `jsonl:${root}`, 'audited']);
+    const inspected = await runCliInProcess(['inspect', `jsonl:${root}`, 'audited']);
     expect(inspected.stdout).toMatch(/checkpoint at sequence 31, 0 event\(s\) behind the head, \d+ bytes: matches a fold of the whole log/);
-    expect(json((await runCli(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 31, behind: 0, status: 'matches' } });
-    const none = await runCli(['checkpoint', `jsonl:${root}`, 'nobody']);
+    expect(json((await runCliInProcess(['inspect', `jsonl:${root}`, 'audited', '--json'])).stdout)).toMatchObject({ checkpoint: { sequence: 31, behind: 0, status: 'matches' } });
+    const none = await runCliInProcess(['checkpoint', `jsonl:${root}`, 'nobody']);
     expect(none.stdout).toContain('no checkpoint stored');
   }, 60_000);
 });
@@ -263,22 +268,22 @@ describe('copy and fork', () => {
   it('copies between JSONL and SQLite, idempotently, with the ledger', async () => {
     const target = `sqlite:${path.join(dir, 'copy.db')}`;
     const first = json<{ sessions: { appendedEvents: number; durability: { appended: number } }[] }>(
-      (await runCli(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout,
+      (await runCliInProcess(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout,
     );
     expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, durability: { appended: 3 } });
-    const again = json<{ sessions: unknown[] }>((await runCli(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout);
+    const again = json<{ sessions: unknown[] }>((await runCliInProcess(['copy', jsonl, target, '--session', 'perm', '--json'])).stdout);
     expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, durability: { appended: 0, verified: 3 } });
-    const back = await runCli(['copy', target, `jsonl:${path.join(dir, 'back')}`, '--session', 'perm']);
+    const back = await runCliInProcess(['copy', target, `jsonl:${path.join(dir, 'back')}`, '--session', 'perm']);
     expect(back.code).toBe(0);
-    const source = json<{ events: { type: string; occurredAt: string; data: unknown }[] }>((await runCli(['events', jsonl, 'perm', '--all', '--json'])).stdout);
+    const source = json<{ events: { type: string; occurredAt: string; data: unknown }[] }>((await runCliInProcess(['events', jsonl, 'perm', '--all', '--json'])).stdout);
     const copied = json<{ events: { type: string; occurredAt: string; data: unknown }[] }>(
-      (await runCli(['events', `jsonl:${path.join(dir, 'back')}`, 'perm', '--all', '--json'])).stdout,
+      (await runCliInProcess(['events', `jsonl:${path.join(dir, 'back')}`, 'perm', '--all', '--json'])).stdout,
     );
     expect(copied.events.map(({ type, occurredAt, data }) => ({ type, occurredAt, data }))).toEqual(
       source.events.map(({ type, occurredAt, data }) => ({ type, occurredAt, data })),
     );
     // A target that holds other events is refused, not overwritten.
-    const clash = await runCli(['copy', jsonl, target, '--session', 'forkable', '--as', 'perm']);
+    const clash = await runCliInProcess(['copy', jsonl, target, '--session', 'forkable', '--as', 'perm']);
     expect(clash.code).toBe(1);
     expect(clash.stderr).toMatch(/differs from the source at sequence/);
   }, 120_000);
@@ -340,15 +345,15 @@ describe('copy and fork', () => {
     expect(landed).toBeGreaterThan(0);
     expect(landed).toBeLessThan(4801);
     const resumed = json<{ sessions: { verifiedEvents: number; appendedEvents: number; headSequence: number }[] }>(
-      (await runCli(['copy', jsonl, `sqlite:${file}`, '--session', 'big', '--json'])).stdout,
+      (await runCliInProcess(['copy', jsonl, `sqlite:${file}`, '--session', 'big', '--json'])).stdout,
     );
     expect(resumed.sessions[0]).toEqual(expect.objectContaining({ verifiedEvents: landed, appendedEvents: 4801 - landed, headSequence: 4801 }));
-    const verify = await runCli(['verify', `sqlite:${file}`, 'big']);
+    const verify = await runCliInProcess(['verify', `sqlite:${file}`, 'big']);
     expect(verify.code).toBe(0);
   }, 180_000);
 
   it("forks at N with session_created { source: 'fork' } and lists the tool calls a rerun repeats", async () => {
-    const run = await runCli(['fork', jsonl, 'forkable', '--at', '9', '--new-session', 'forked', '--json']);
+    const run = await runCliInProcess(['fork', jsonl, 'forkable', '--at', '9', '--new-session', 'forked', '--json']);
     expect(run.code).toBe(0);
     const result = json<{ appended: number; rerun: { tools: { toolName: string; sideEffect: string; position: string }[] } }>(run.stdout);
     expect(result.appended).toBe(9);
@@ -356,12 +361,12 @@ describe('copy and fork', () => {
       expect.objectContaining({ toolName: 'read_file', sideEffect: 'idempotent', position: 'unfinished_at_fork_point' }),
       expect.objectContaining({ toolName: 'charge_card', sideEffect: 'non_idempotent', position: 'after_fork_point' }),
     ]);
-    const first = json<{ events: { type: string; data: unknown }[] }>((await runCli(['events', jsonl, 'forked', '--limit', '1', '--json'])).stdout);
+    const first = json<{ events: { type: string; data: unknown }[] }>((await runCliInProcess(['events', jsonl, 'forked', '--limit', '1', '--json'])).stdout);
     expect(first.events[0]).toMatchObject({ type: 'session_created', data: { source: 'fork', parentSessionId: 'forkable' } });
-    const human = await runCli(['fork', jsonl, 'forkable', '--at', '9', '--new-session', 'forked']);
+    const human = await runCliInProcess(['fork', jsonl, 'forkable', '--at', '9', '--new-session', 'forked']);
     expect(human.stdout).toContain('(0 appended, 9 already there)');
     expect(human.stdout).toMatch(/charge_card\s+call-pay\s+non_idempotent .*not safe to repeat/);
-    const plan = json<{ items: { kind: string; safety: string }[] }>((await runCli(['plan', jsonl, 'forked', '--json'])).stdout);
+    const plan = json<{ items: { kind: string; safety: string }[] }>((await runCliInProcess(['plan', jsonl, 'forked', '--json'])).stdout);
     expect(plan.items).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'tool_retry', safety: 'safe_to_retry' })]));
   }, 60_000);
 });

@@ -1,5 +1,5 @@
 /**
- * `copy` and `fork` of sessions an agent wrote, as child processes against real stores.
+ * `copy` and `fork` of sessions an agent wrote, run through the CLI's `run()` against real stores.
  *
  * Agents link each Request terminal event to the Turn terminal committed with it
  * (`causationEventId`), so these logs exercise the causation map the seeded ones never do:
@@ -24,7 +24,7 @@ import { readDurabilityRecords } from '../../src/inspector/model/inspection.js';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
 import { createSession } from '../../src/session.js';
 import { matrixOptions, SESSION_ID as MATRIX_SESSION, USER_INPUT } from '../session/fixtures/matrix-agent.js';
-import { runCli, tempDir, type CliRun } from './helpers.js';
+import { runCliInProcess, tempDir, type CliRun } from './helpers.js';
 
 let dir: string;
 let worker: LocalWorker;
@@ -33,7 +33,7 @@ let matrixJsonl: string;
 let matrixSqlite: string;
 const EDGE_SESSION = 'edge-agent-copy';
 
-/** Runs the matrix agent to completion on a store in `into`, in this process (the CLI is what runs as a child here). */
+/** Runs the matrix agent to completion on a store in `into`, in this process. */
 async function runMatrixAgent(backend: 'jsonl' | 'sqlite', into: string): Promise<void> {
   mkdirSync(into, { recursive: true });
   const store = backend === 'jsonl' ? new JsonlDurableEventStore(path.join(into, 'store')) : new SqliteDurableEventStore(path.join(into, 'store.db'));
@@ -156,13 +156,13 @@ describe('copy of agent-written sessions', () => {
       const fromId = from === edge ? 'matrix-at-edge' : MATRIX_SESSION;
       const targetId = as ?? fromId;
       const args = ['copy', from, to, '--session', fromId, ...(as === undefined ? [] : ['--as', as]), ...(batch === undefined ? [] : ['--batch-size', batch]), '--json'];
-      const first = await runCli(args, env);
+      const first = await runCliInProcess(args, env);
       const original = await readEvents(from, fromId);
       expect(report(first), label).toMatchObject({ appendedEvents: original.length, verifiedEvents: 0, headSequence: original.length });
       const copied = await readEvents(to, targetId);
       expect(expectSameLog(original, copied), label).toBeGreaterThan(0);
       if (!to.startsWith('http') && !from.startsWith('http')) expect(await ledgerOf(to, targetId), label).toEqual(await ledgerOf(from, fromId));
-      if (again === true) expect(report(await runCli(args, env)), label).toMatchObject({ appendedEvents: 0, verifiedEvents: original.length });
+      if (again === true) expect(report(await runCliInProcess(args, env)), label).toMatchObject({ appendedEvents: 0, verifiedEvents: original.length });
     }
   }, 240_000);
 
@@ -172,7 +172,7 @@ describe('copy of agent-written sessions', () => {
     const source = await readEvents(edge, EDGE_SESSION);
     expect(source.map((event) => event.type)).toEqual(expect.arrayContaining(['tool_completed', 'request_completed']));
     for (const [to, batch] of [[`jsonl:${path.join(dir, 'e1')}`, '500'], [`sqlite:${path.join(dir, 'e2.db')}`, '1']] as const) {
-      expect(report(await runCli(['copy', edge, to, '--session', EDGE_SESSION, '--batch-size', batch, '--json'], env))).toMatchObject({ appendedEvents: source.length });
+      expect(report(await runCliInProcess(['copy', edge, to, '--session', EDGE_SESSION, '--batch-size', batch, '--json'], env))).toMatchObject({ appendedEvents: source.length });
       expect(expectSameLog(source, await readEvents(to, EDGE_SESSION))).toBeGreaterThan(0);
     }
     // Forks of the whole log, from the Worker and from a local copy into another kind of store.
@@ -180,7 +180,7 @@ describe('copy of agent-written sessions', () => {
       [edge, `jsonl:${path.join(dir, 'f1')}`, 'edge-fork-1'],
       [`jsonl:${path.join(dir, 'e1')}`, `sqlite:${path.join(dir, 'f2.db')}`, 'edge-fork-2'],
     ] as const) {
-      const run = await runCli(['fork', from, EDGE_SESSION, '--at', String(source.length), '--new-session', name, '--to', to, '--json'], env);
+      const run = await runCliInProcess(['fork', from, EDGE_SESSION, '--at', String(source.length), '--new-session', name, '--to', to, '--json'], env);
       expect(run.stderr).toBe('');
       expect(JSON.parse(run.stdout)).toMatchObject({ appended: source.length });
       const forked = await readEvents(to, name);
@@ -193,12 +193,12 @@ describe('copy of agent-written sessions', () => {
     const source = await readEvents(matrixJsonl, MATRIX_SESSION);
     const at = source.length;
     const to = `sqlite:${path.join(dir, 'matrix-fork.db')}`;
-    const run = await runCli(['fork', matrixJsonl, MATRIX_SESSION, '--at', String(at), '--new-session', 'matrix-fork', '--to', to, '--json']);
+    const run = await runCliInProcess(['fork', matrixJsonl, MATRIX_SESSION, '--at', String(at), '--new-session', 'matrix-fork', '--to', to, '--json']);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const forked = await readEvents(to, 'matrix-fork');
     expect(expectSameLog(source, forked, 2)).toBeGreaterThan(0);
-    const again = await runCli(['fork', matrixJsonl, MATRIX_SESSION, '--at', String(at), '--new-session', 'matrix-fork', '--to', to, '--json']);
+    const again = await runCliInProcess(['fork', matrixJsonl, MATRIX_SESSION, '--at', String(at), '--new-session', 'matrix-fork', '--to', to, '--json']);
     expect(JSON.parse(again.stdout)).toMatchObject({ appended: 0, verified: at });
   }, 120_000);
 });
@@ -206,7 +206,7 @@ describe('copy of agent-written sessions', () => {
 describe('refused copies leave the target as it was', () => {
   it('refuses a session the source does not have, creating nothing', async () => {
     for (const to of [`sqlite:${path.join(dir, 'typo.db')}`, `jsonl:${path.join(dir, 'typo')}`]) {
-      const run = await runCli(['copy', matrixJsonl, to, '--session', 'matrix-sesion']);
+      const run = await runCliInProcess(['copy', matrixJsonl, to, '--session', 'matrix-sesion']);
       expect(run.code, to).toBe(1);
       expect(run.stderr, to).toMatch(/^agent-ledger: .*no session matrix-sesion/);
       expect(run.stdout, to).toBe('');
@@ -214,10 +214,10 @@ describe('refused copies leave the target as it was', () => {
     }
     // Named beside a session it has: nothing is copied at all.
     const target = `jsonl:${path.join(dir, 'typo-mixed')}`;
-    const mixed = await runCli(['copy', matrixJsonl, target, '--session', MATRIX_SESSION, 'matrix-sesion']);
+    const mixed = await runCliInProcess(['copy', matrixJsonl, target, '--session', MATRIX_SESSION, 'matrix-sesion']);
     expect(mixed.code).toBe(1);
     expect(existsSync(path.join(dir, 'typo-mixed'))).toBe(false);
-    const fork = await runCli(['fork', matrixJsonl, MATRIX_SESSION, '--at', '999', '--new-session', 'nope', '--to', `sqlite:${path.join(dir, 'fork-typo.db')}`]);
+    const fork = await runCliInProcess(['fork', matrixJsonl, MATRIX_SESSION, '--at', '999', '--new-session', 'nope', '--to', `sqlite:${path.join(dir, 'fork-typo.db')}`]);
     expect(fork.code).toBe(1);
     expect(fork.stderr).toMatch(/past its head/);
     expect(existsSync(path.join(dir, 'fork-typo.db'))).toBe(false);
@@ -232,10 +232,10 @@ describe('refused copies leave the target as it was', () => {
     await store.close();
     // A new store, and an existing one holding another session.
     const existing = path.join(dir, 'existing.db');
-    expect(report(await runCli(['copy', matrixJsonl, `sqlite:${existing}`, '--session', MATRIX_SESSION, '--json']))).toMatchObject({ appendedEvents: 21 });
+    expect(report(await runCliInProcess(['copy', matrixJsonl, `sqlite:${existing}`, '--session', MATRIX_SESSION, '--json']))).toMatchObject({ appendedEvents: 21 });
     const before = readFileSync(existing);
     for (const to of [`sqlite:${path.join(dir, 'bad.db')}`, `jsonl:${path.join(dir, 'bad')}`, `sqlite:${existing}`]) {
-      const run = await runCli(['copy', `jsonl:${root}`, to, '--session', 'bad-causation', '--batch-size', '1']);
+      const run = await runCliInProcess(['copy', `jsonl:${root}`, to, '--session', 'bad-causation', '--batch-size', '1']);
       expect(run.code, to).toBe(1);
       expect(run.stderr, to).toMatch(/event 2 names causation 0b9d4c7e-.*not an earlier event.*\(DURABLE_EVENT_CORRUPT_LOG\)/);
     }

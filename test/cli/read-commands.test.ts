@@ -1,14 +1,14 @@
 /**
- * The read commands' answers at the edges, as child processes against real stores: `events`
- * paging that ends exactly at the head, `inspect` of a log that does not project, and `tail -f`
- * on SQLite following the appends of another process.
+ * The read commands' answers at the edges, against real stores: `events` paging that ends exactly
+ * at the head and `inspect` of a log that does not project (in this process), and `tail -f` on
+ * SQLite (a child) following the appends of another process.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { linesOf, ROOT, runCli, seed, spawnCli, tempDir } from './helpers.js';
+import { linesOf, ROOT, runCliInProcess, seed, spawnCli, tempDir } from './helpers.js';
 import { tsChildArgs } from '../ts-child.js';
 
 let dir: string;
@@ -32,19 +32,19 @@ interface Page {
 describe('events', () => {
   it('a page that ends at the head says there is no more, on JSONL and SQLite', async () => {
     for (const store of [jsonl, sqlite]) {
-      const whole = await runCli(['events', store, 'five', '--limit', '41', '--json']);
+      const whole = await runCliInProcess(['events', store, 'five', '--limit', '41', '--json']);
       expect(whole.code, store).toBe(0);
       const page = JSON.parse(whole.stdout) as Page;
       expect(page.events).toHaveLength(41);
       expect({ hasMore: page.hasMore, nextCursor: page.nextCursor }, store).toEqual({ hasMore: false, nextCursor: null });
-      expect((await runCli(['events', store, 'five', '--limit', '41'])).stdout, store).not.toContain('more:');
+      expect((await runCliInProcess(['events', store, 'five', '--limit', '41'])).stdout, store).not.toContain('more:');
       // One short of the head: more, and the cursor leads to the last event and the end.
-      const short = JSON.parse((await runCli(['events', store, 'five', '--limit', '40', '--json'])).stdout) as Page;
+      const short = JSON.parse((await runCliInProcess(['events', store, 'five', '--limit', '40', '--json'])).stdout) as Page;
       expect(short.hasMore, store).toBe(true);
-      const rest = JSON.parse((await runCli(['events', store, 'five', '--after', short.nextCursor ?? '', '--json'])).stdout) as Page;
+      const rest = JSON.parse((await runCliInProcess(['events', store, 'five', '--after', short.nextCursor ?? '', '--json'])).stdout) as Page;
       expect(rest, store).toMatchObject({ events: [{ sequence: 41 }], hasMore: false, nextCursor: null });
       // Filtered: the 5th request_completed is the last event.
-      const typed = JSON.parse((await runCli(['events', store, 'five', '--type', 'request_completed', '--limit', '5', '--json'])).stdout) as Page;
+      const typed = JSON.parse((await runCliInProcess(['events', store, 'five', '--type', 'request_completed', '--limit', '5', '--json'])).stdout) as Page;
       expect(typed, store).toMatchObject({ hasMore: false, nextCursor: null });
       expect(typed.events.at(-1)?.sequence, store).toBe(41);
     }
@@ -59,15 +59,15 @@ describe('inspect', () => {
     // A valid envelope, an impossible lifecycle: a Turn of a Request that does not exist.
     await store.append(SessionId('broken'), [{ type: 'turn_started', requestId: 'ghost' as never, turnId: 'ghost-turn' as never, data: { turn: 1 } }]);
     store.close();
-    const text = await runCli(['inspect', `sqlite:${file}`, 'broken']);
+    const text = await runCliInProcess(['inspect', `sqlite:${file}`, 'broken']);
     expect(text.stdout).toContain('status    PROJECTION FAILED at sequence 10');
     expect(text.code).toBe(2);
     expect(text.stderr.trim().split('\n')).toEqual(['agent-ledger: the log of broken does not project (run verify)']);
-    const json = await runCli(['inspect', `sqlite:${file}`, 'broken', '--json']);
+    const json = await runCliInProcess(['inspect', `sqlite:${file}`, 'broken', '--json']);
     expect(json.code).toBe(2);
     expect(json.stderr).toBe('');
     expect(JSON.parse(json.stdout)).toMatchObject({ projectionFailure: { sequence: 10 } });
-    const healthy = await runCli(['inspect', sqlite, 'five']);
+    const healthy = await runCliInProcess(['inspect', sqlite, 'five']);
     expect(healthy.code).toBe(0);
   }, 120_000);
 });

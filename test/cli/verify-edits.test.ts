@@ -3,7 +3,7 @@
  * lines and SQLite rows: a payload byte, an envelope field, an added, a removed and two reordered
  * events (renumbered so that sequences stay contiguous), and the last event removed. On SQLite
  * rows it also sees an edit of one row after the latest checkpoint, or in a session without one,
- * through the row's stored per-event digest. Each run is the real binary on a real file, exiting 2
+ * through the row's stored per-event digest. Each run is the CLI's `run()` on a real file, exiting 2
  * and naming the place. The PostgreSQL rows are in `test/postgres/verify-edits.test.ts`.
  *
  * On JSONL every edit is a session of its own in one directory, and one run of `verify` over the
@@ -21,7 +21,7 @@ import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-s
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { SessionId } from '../../src/protocol/ids.js';
 import { DEEP } from '../deep.js';
-import { runCli, tempDir, type CliRun } from './helpers.js';
+import { runCliInProcess, tempDir, type CliRun } from './helpers.js';
 import {
   EARLY_CHECKPOINT,
   EDITABLE_EVENTS,
@@ -119,7 +119,7 @@ describe('verify sees every edit of stored events', () => {
     const sqlite = new SqliteDurableEventStore(sqliteSeeded);
     await seedEditable(sqlite, sessionId);
     await sqlite.close();
-    jsonlRun = await runCli(['verify', `jsonl:${jsonlRoot}`]);
+    jsonlRun = await runCliInProcess(['verify', `jsonl:${jsonlRoot}`]);
     jsonlSections = sections(jsonlRun.stdout);
   }, 60_000);
 
@@ -128,7 +128,7 @@ describe('verify sees every edit of stored events', () => {
     expect(unchanged, jsonlRun.stdout).toContain(`ok      unchanged: ${EDITABLE_EVENTS} events`);
     expect(unchanged).toContain(`checkpoint at sequence ${EDITABLE_EVENTS} matches the log`);
     expect(readFileSync(sessionPaths(jsonlRoot, SessionId('unchanged')).log)).toEqual(unchangedLog);
-    const result = await runCli(['verify', sqliteEdited('unchanged', (events) => events), sessionId]);
+    const result = await runCliInProcess(['verify', sqliteEdited('unchanged', (events) => events), sessionId]);
     expect(result.code, `SQLite rows: ${result.stdout}`).toBe(0);
     expect(result.stdout).toContain(`ok      ${sessionId}: ${EDITABLE_EVENTS} events`);
     expect(result.stdout).toContain(`checkpoint at sequence ${EDITABLE_EVENTS} matches the log`);
@@ -141,7 +141,7 @@ describe('verify sees every edit of stored events', () => {
       expect(section, `JSONL lines: ${jsonlRun.stdout}`).toMatch(/^DEFECT /);
       expect(section, 'JSONL lines').toMatch(edit.place);
       if (!editRunsOnEveryBackend(edit, DEEP)) return;
-      const result = await runCli(['verify', sqliteEdited(`edit-${index}`, edit.apply), sessionId]);
+      const result = await runCliInProcess(['verify', sqliteEdited(`edit-${index}`, edit.apply), sessionId]);
       expect(result.code, `SQLite rows: ${result.stdout}${result.stderr}`).toBe(2);
       expect(result.stdout, 'SQLite rows').toMatch(edit.place);
     }, 60_000);
@@ -179,7 +179,7 @@ describe('verify sees an edit of an SQLite row after the latest checkpoint, thro
 
   it('unedited: verify passes and says which events the digests cover', async () => {
     for (const session of [late, none]) {
-      const result = await runCli(['verify', `sqlite:${seeded}`, session]);
+      const result = await runCliInProcess(['verify', `sqlite:${seeded}`, session]);
       expect(result.code, result.stdout + result.stderr).toBe(0);
       expect(result.stdout).toContain(`per-event digests match for events 1-${EDITABLE_EVENTS}`);
       if (session === late) expect(result.stdout).toContain(`checkpoint at sequence ${EARLY_CHECKPOINT} matches the log`);
@@ -194,7 +194,7 @@ describe('verify sees an edit of an SQLite row after the latest checkpoint, thro
         const file = path.join(dir, `row-${index}-${session}.db`);
         copyFileSync(seeded, file);
         editSqliteRow(file, session, edit);
-        const result = await runCli(['verify', `sqlite:${file}`, session]);
+        const result = await runCliInProcess(['verify', `sqlite:${file}`, session]);
         expect(result.code, `${session}: ${result.stdout}${result.stderr}`).toBe(2);
         expect(result.stdout, session).toMatch(edit.place);
       }
@@ -207,7 +207,7 @@ describe('verify sees an edit of an SQLite row after the latest checkpoint, thro
     const db = new Database(file);
     db.prepare('UPDATE events SET digest = NULL').run();
     db.close();
-    const result = await runCli(['verify', `sqlite:${file}`, none]);
+    const result = await runCliInProcess(['verify', `sqlite:${file}`, none]);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`events 1-${EDITABLE_EVENTS} have no stored per-event digest`);
   }, 60_000);
@@ -219,7 +219,7 @@ describe('verify sees an edit of an SQLite row after the latest checkpoint, thro
     const key = (db.prepare('SELECT session_key FROM session_keys WHERE session_id = ?').get(none) as { session_key: number }).session_key;
     db.prepare('UPDATE events SET digest = NULL WHERE position = (? << 32) + 30').run(key);
     db.close();
-    const result = await runCli(['verify', `sqlite:${file}`, none]);
+    const result = await runCliInProcess(['verify', `sqlite:${file}`, none]);
     expect(result.code, result.stdout + result.stderr).toBe(2);
     expect(result.stdout).toMatch(/sequence 30: .*no stored digest/);
   }, 60_000);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sessionPaths } from '../../src/adapters/node/jsonl/session-paths.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { runCli, seed, tempDir } from './helpers.js';
+import { runCliInProcess, seed, tempDir } from './helpers.js';
 
 /** Every file under `root` with its bytes, by relative path. */
 function snapshot(root: string): Map<string, string> {
@@ -54,7 +54,7 @@ describe('verify reads a JSONL store read-only', () => {
     writeFileSync(broken.log, `${lines.join('\n')}[{"torn`);
     const before = snapshot(root);
 
-    const all = await runCli(['verify', `jsonl:${root}`, '--json']);
+    const all = await runCliInProcess(['verify', `jsonl:${root}`, '--json']);
     expect(all.code).toBe(2);
     const report = JSON.parse(all.stdout) as Report;
     const ok = report.sessions.find((session) => session.sessionId === 'perm');
@@ -71,7 +71,7 @@ describe('verify reads a JSONL store read-only', () => {
       { where: `log line at byte ${Buffer.byteLength(lines[0] ?? '') + 1}`, offset: Buffer.byteLength(lines[0] ?? '') + 1, message: 'not a non-empty JSON array of events' },
     ]);
     expect(bad?.notes[0]).toMatch(/^log line at byte \d+ has no newline/);
-    const single = await runCli(['verify', `jsonl:${root}`, 'perm']);
+    const single = await runCliInProcess(['verify', `jsonl:${root}`, 'perm']);
     expect(single.code).toBe(0);
     expect(single.stdout).toContain('ok      perm: 12 events, 3 durability records');
 
@@ -85,7 +85,7 @@ describe('verify reads a JSONL store read-only', () => {
     await seed(`jsonl:${other}`, 'long', long, 1);
     const files = sessionPaths(other, SessionId('perm'));
     copyFileSync(files.log, path.join(files.directory, 'backup.jsonl'));
-    const run = await runCli(['verify', `jsonl:${other}`, '--json']);
+    const run = await runCliInProcess(['verify', `jsonl:${other}`, '--json']);
     expect(run.code).toBe(2);
     const report = JSON.parse(run.stdout) as Report;
     expect(report.sessions.map((session) => session.sessionId).sort()).toEqual(['(file backup.jsonl)', long, 'perm']);

@@ -1,5 +1,5 @@
 /**
- * `agent-ledger verify <worker URL> <session>` (the real CLI, a child process) checks every event
+ * `agent-ledger verify <worker URL> <session>` (the CLI's `run()` in this process) checks every event
  * the Worker serves against the per-event digest its Durable Object stored with the row
  * (`GET /v1/sessions/{sessionId}/digests`), not only the events up to the checkpoint.
  *
@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpDurableEventStore } from '../../src/client.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { EventSequence, SessionId } from '../../src/protocol/ids.js';
-import { runCli } from '../cli/helpers.js';
+import { runCliInProcess } from '../cli/helpers.js';
 import { EARLY_CHECKPOINT, EDITABLE_EVENTS, seedPastCheckpoint } from '../cli/verify-edits.js';
 import { startLocalWorker, type LocalWorker } from './local-worker.js';
 
@@ -48,7 +48,7 @@ const freshSession = (label: string): SessionId => SessionId(`verify-http-${labe
 
 /** Runs `verify --json` against `worker` with its admin token. */
 async function verifyJson(worker: LocalWorker, sessionId: SessionId): Promise<{ code: number | null; report: VerifyJson; output: string }> {
-  const run = await runCli(['verify', worker.url.href, sessionId, '--json'], { AGENT_LEDGER_TOKEN: worker.adminToken });
+  const run = await runCliInProcess(['verify', worker.url.href, sessionId, '--json'], { AGENT_LEDGER_TOKEN: worker.adminToken });
   return { code: run.code, report: JSON.parse(run.stdout) as VerifyJson, output: run.stdout + run.stderr };
 }
 
@@ -67,7 +67,7 @@ describe('verify over a Worker URL checks every event against its stored digest'
     expect(session?.eventDigests).toEqual({ checked: EDITABLE_EVENTS, missing: 0 });
     expect(session?.notes).toContain(`per-event digests match for events 1-${EDITABLE_EVENTS}`);
 
-    const text = await runCli(['verify', product.url.href, sessionId], { AGENT_LEDGER_TOKEN: product.adminToken });
+    const text = await runCliInProcess(['verify', product.url.href, sessionId], { AGENT_LEDGER_TOKEN: product.adminToken });
     expect(text.code, text.stdout + text.stderr).toBe(0);
     expect(text.stdout).toContain(`ok      ${sessionId}: ${EDITABLE_EVENTS} events`);
   }, 120_000);
@@ -106,7 +106,7 @@ describe('verify over a Worker URL checks every event against its stored digest'
     ]);
     expect(session?.eventDigests).toEqual({ checked: EDITABLE_EVENTS, missing: 0 });
 
-    const text = await runCli(['verify', fixture.url.href, sessionId], { AGENT_LEDGER_TOKEN: fixture.adminToken });
+    const text = await runCliInProcess(['verify', fixture.url.href, sessionId], { AGENT_LEDGER_TOKEN: fixture.adminToken });
     expect(text.code).toBe(2);
     expect(text.stdout).toMatch(new RegExp(`sequence ${edited}: request_accepted is not the event that was appended \\(per-event digest mismatch\\)`));
   }, 120_000);

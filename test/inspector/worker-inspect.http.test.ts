@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalWorker, type LocalWorker } from '../http/local-worker.js';
-import { runCli, seed, tempDir } from '../cli/helpers.js';
+import { runCliInProcess, seed, tempDir } from '../cli/helpers.js';
 import { cycleDrafts } from '../checkpoint/lifecycle-log.js';
 import { HttpDurableEventStore } from '../../src/client.js';
 import { DurableSessionJournal } from '../../src/core/journal/index.js';
@@ -72,24 +72,24 @@ describe('Worker inspect route', () => {
 
   it('copies a session to the edge with the CLI, resumably, and inspects it over HTTP', async () => {
     const env = { AGENT_LEDGER_TOKEN: worker.adminToken };
-    const first = await runCli(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
+    const first = await runCliInProcess(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     const report = JSON.parse(first.stdout) as { sessions: { appendedEvents: number; verifiedEvents: number; durability: unknown }[] };
     expect(report.sessions[0]).toMatchObject({ appendedEvents: 12, verifiedEvents: 0 });
-    const again = await runCli(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
+    const again = await runCliInProcess(['copy', `jsonl:${dir}`, worker.url.href, '--session', SESSION, '--json'], env);
     expect(JSON.parse(again.stdout)).toMatchObject({ sessions: [{ appendedEvents: 0, verifiedEvents: 12 }] });
-    const plan = await runCli(['plan', worker.url.href, SESSION, '--json'], env);
+    const plan = await runCliInProcess(['plan', worker.url.href, SESSION, '--json'], env);
     expect(plan.code).toBe(0);
     expect(JSON.parse(plan.stdout)).toMatchObject({ action: 'resolve_permissions', items: [{ kind: 'permission', safety: 'needs_person' }] });
     // The checkpoint commands over HTTP: rebuild one in the session object, then audit it.
-    const rebuilt = await runCli(['checkpoint', worker.url.href, SESSION, '--rebuild', '--json'], env);
+    const rebuilt = await runCliInProcess(['checkpoint', worker.url.href, SESSION, '--rebuild', '--json'], env);
     expect(rebuilt.stderr).toBe('');
     expect(JSON.parse(rebuilt.stdout)).toMatchObject({ head: 12, rebuilt: { sequence: 12 } });
-    const audited = await runCli(['verify', worker.url.href, SESSION, '--json'], env);
+    const audited = await runCliInProcess(['verify', worker.url.href, SESSION, '--json'], env);
     expect(audited.code).toBe(0);
     expect(JSON.parse(audited.stdout)).toMatchObject({ ok: true, sessions: [{ events: 12, checkpoint: { sequence: 12, status: 'matches' } }] });
-    const noToken = await runCli(['inspect', worker.url.href, SESSION], { AGENT_LEDGER_TOKEN: '' });
+    const noToken = await runCliInProcess(['inspect', worker.url.href, SESSION], { AGENT_LEDGER_TOKEN: '' });
     expect(noToken.code).toBe(1);
     expect(noToken.stderr.trim().split('\n')).toHaveLength(1);
     expect(noToken.stderr).toContain('AGENT_LEDGER_TOKEN');
@@ -174,7 +174,7 @@ describe('Worker inspect route', () => {
     expect(await allowed.json()).toMatchObject({ ok: true, message: 'resolve-permission: committed' });
     await readUntil('permission_resolved');
     controller.abort();
-    const plan = await runCli(['plan', worker.url.href, SESSION, '--json'], { AGENT_LEDGER_TOKEN: worker.adminToken });
+    const plan = await runCliInProcess(['plan', worker.url.href, SESSION, '--json'], { AGENT_LEDGER_TOKEN: worker.adminToken });
     expect(JSON.parse(plan.stdout)).toMatchObject({ action: 'resume_turn' });
   }, 60_000);
   it('opens a session of more than 50,000 events from its checkpoint, and folds the whole log on ?full=1', async () => {

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, seed, tempDir } from '../cli/helpers.js';
+import { runCliInProcess, seed, tempDir } from '../cli/helpers.js';
 import { dropSchema, freshSchema, postgresUrl } from './helpers.js';
 
 describe('CLI with PostgreSQL', () => {
@@ -29,19 +29,19 @@ describe('CLI with PostgreSQL', () => {
   });
 
   it('copies in and out of PostgreSQL, verifies and plans there', async () => {
-    const missing = await runCli(['plan', url, 'pg-perm']);
+    const missing = await runCliInProcess(['plan', url, 'pg-perm']);
     expect(missing.code).toBe(1);
     expect(missing.stderr.trim().split('\n')).toHaveLength(1);
-    const first = JSON.parse((await runCli(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
+    const first = JSON.parse((await runCliInProcess(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
     expect(first.sessions[0]).toMatchObject({ appendedEvents: 12, durability: { appended: 3 } });
-    const again = JSON.parse((await runCli(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
+    const again = JSON.parse((await runCliInProcess(['copy', jsonl, url, '--session', 'pg-perm', '--json'])).stdout) as { sessions: unknown[] };
     expect(again.sessions[0]).toMatchObject({ appendedEvents: 0, verifiedEvents: 12, durability: { verified: 3 } });
-    const verify = await runCli(['verify', url, 'pg-perm']);
+    const verify = await runCliInProcess(['verify', url, 'pg-perm']);
     expect(verify.code).toBe(0);
     expect(verify.stdout).toContain('ok      pg-perm: 12 events, 3 durability records');
-    const plan = JSON.parse((await runCli(['plan', url, 'pg-perm', '--json'])).stdout) as { action: string };
+    const plan = JSON.parse((await runCliInProcess(['plan', url, 'pg-perm', '--json'])).stdout) as { action: string };
     expect(plan.action).toBe('resolve_permissions');
-    const out = await runCli(['copy', url, `sqlite:${path.join(dir, 'from-pg.db')}`, '--session', 'pg-perm']);
+    const out = await runCliInProcess(['copy', url, `sqlite:${path.join(dir, 'from-pg.db')}`, '--session', 'pg-perm']);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain('12 events copied');
   }, 120_000);

@@ -1,6 +1,6 @@
 /**
  * `agent-ledger verify` sees every kind of edit of stored events up to the checkpoint on
- * PostgreSQL rows (the edits and the session of `test/cli/verify-edits.ts`): the real binary
+ * PostgreSQL rows (the edits and the session of `test/cli/verify-edits.ts`): the CLI's `run()`
  * against the run's server, exiting 2 and naming the place. The rows are rewritten the way a
  * careful hand would: sequences contiguous, `command_id` and the session's `head` kept in step.
  * An edit of one row's body after the latest checkpoint (or in a session without one) is seen
@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresDurableEventStore } from '../../src/postgres.js';
 import type { DurableEventEnvelope } from '../../src/protocol/events.js';
 import { SessionId } from '../../src/protocol/ids.js';
-import { runCli } from '../cli/helpers.js';
+import { runCliInProcess } from '../cli/helpers.js';
 import {
   EARLY_CHECKPOINT,
   EDITABLE_EVENTS,
@@ -80,7 +80,7 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
   it('rows rewritten unchanged: verify passes and the checkpoint matches', async () => {
     const sessionId = SessionId('unchanged');
     await seededAndEdited(sessionId, (events) => events);
-    const result = await runCli(['verify', url, sessionId]);
+    const result = await runCliInProcess(['verify', url, sessionId]);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`ok      ${sessionId}: ${EDITABLE_EVENTS} events`);
     expect(result.stdout).toContain(`checkpoint at sequence ${EDITABLE_EVENTS} matches the log`);
@@ -91,7 +91,7 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
     it(`${edit.name}: exit 2, naming the place`, async () => {
       const sessionId = SessionId(`edit-${index}`);
       await seededAndEdited(sessionId, edit.apply);
-      const result = await runCli(['verify', url, sessionId]);
+      const result = await runCliInProcess(['verify', url, sessionId]);
       expect(result.code, result.stdout + result.stderr).toBe(2);
       expect(result.stdout).toMatch(edit.place);
     }, 60_000);
@@ -102,7 +102,7 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
     it(`rows ${label}, unedited: verify passes and the per-event digests match`, async () => {
       const sessionId = SessionId(`rows-${String(checkpoint)}`);
       await seedPastCheckpoint(store, sessionId, checkpoint);
-      const result = await runCli(['verify', url, sessionId]);
+      const result = await runCliInProcess(['verify', url, sessionId]);
       expect(result.code, result.stdout + result.stderr).toBe(0);
       expect(result.stdout).toContain(`per-event digests match for events 1-${EDITABLE_EVENTS}`);
     }, 60_000);
@@ -116,7 +116,7 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
         const body = JSON.stringify(edit.apply(JSON.parse(row.rows[0]?.body ?? '') as DurableEventEnvelope));
         const updated = await admin.query(`UPDATE "${schema}".events SET body = $3 WHERE session_id = $1 AND sequence = $2`, [sessionId, edit.sequence, body]);
         expect(updated.rowCount).toBe(1);
-        const result = await runCli(['verify', url, sessionId]);
+        const result = await runCliInProcess(['verify', url, sessionId]);
         expect(result.code, result.stdout + result.stderr).toBe(2);
         expect(result.stdout).toMatch(edit.place);
       }, 60_000);
@@ -127,7 +127,7 @@ describe('verify sees every edit of stored events on PostgreSQL rows', () => {
     const sessionId = SessionId('rows-null');
     await seedPastCheckpoint(store, sessionId, false);
     await admin.query(`UPDATE "${schema}".events SET digest = NULL WHERE session_id = $1`, [sessionId]);
-    const result = await runCli(['verify', url, sessionId]);
+    const result = await runCliInProcess(['verify', url, sessionId]);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`events 1-${EDITABLE_EVENTS} have no stored per-event digest`);
   }, 60_000);
