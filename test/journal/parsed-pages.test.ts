@@ -3,10 +3,8 @@
  * planned itself (`markParsedEnvelopes` / `planAppend`); anything else is parsed again, so a store
  * that hands back a malformed event still fails closed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryDurableEventStore } from '../../src/adapters/memory/memory-store.js';
 import { SqliteDurableEventStore } from '../../src/adapters/node/sqlite/sqlite-store.js';
 import { lifecycleDrafts as d } from '../../src/conformance/checks-journal.js';
@@ -14,12 +12,9 @@ import { DurableSessionJournal } from '../../src/core/journal/index.js';
 import { areParsedEnvelopes, planAppend } from '../../src/core/log-engine.js';
 import { CommandId, EventSequence, SessionId } from '../../src/protocol/ids.js';
 import { withCommand, wrapStore } from './store-wrappers.js';
+import { scratchDir } from '../scratch-dir.js';
 
 const sessionId = SessionId('parsed-pages');
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
 
 async function seed(store: MemoryDurableEventStore | SqliteDurableEventStore): Promise<void> {
   const journal = await DurableSessionJournal.open(store, sessionId, { checkpoints: false });
@@ -34,8 +29,7 @@ describe('parsed envelope pages', () => {
 
     const memory = new MemoryDurableEventStore();
     await seed(memory);
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'parsed-pages-'));
-    dirs.push(dir);
+    const dir = scratchDir('parsed-pages-');
     const sqlite = new SqliteDurableEventStore(path.join(dir, 'events.db'));
     try {
       await seed(sqlite);

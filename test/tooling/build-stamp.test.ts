@@ -3,21 +3,15 @@
  * build input is as the build recorded it. (The package test packs with it; test:deep compares a
  * fresh build with the repository's current `dist/`.)
  */
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BUILD_INPUTS, buildInputsDigest, forgetBuild, isBuildCurrent, recordBuild } from '../../scripts/build-stamp.js';
-
-const roots: string[] = [];
-afterEach(() => {
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
-});
+import { scratchDir } from '../scratch-dir.js';
 
 /** A package root with one file per build input and a built `dist/`. */
 function tree(): string {
-  const root = mkdtempSync(path.join(tmpdir(), 'agent-ledger-build-stamp-'));
-  roots.push(root);
+  const root = scratchDir('agent-ledger-build-stamp-');
   for (const input of BUILD_INPUTS) {
     const file = input === 'src' ? 'src/index.ts' : input;
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });

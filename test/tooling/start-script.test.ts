@@ -8,26 +8,16 @@
  * (the second paste must change nothing), stops it with SIGTERM and checks the exit.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { scratchDir } from '../scratch-dir.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const START = path.join(ROOT, 'scripts/start.mjs');
 
-const scratchDirs: string[] = [];
-afterEach(() => {
-  for (const dir of scratchDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function scratchDir(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), 'agent-ledger-start-'));
-  scratchDirs.push(dir);
-  return dir;
-}
 
 function dryRun(cwd: string, env: Record<string, string> = {}) {
   const result = spawnSync(process.execPath, [START, '--dry-run'], {
@@ -50,7 +40,7 @@ function parseVars(text: string): Map<string, string> {
 
 describe('scripts/start.mjs --dry-run', () => {
   it('creates a private .dev.vars with fresh secrets and prints the admin token', () => {
-    const dir = scratchDir();
+    const dir = scratchDir('agent-ledger-start-');
     const { status, stdout } = dryRun(dir);
     expect(status).toBe(0);
 
@@ -71,7 +61,7 @@ describe('scripts/start.mjs --dry-run', () => {
   });
 
   it('keeps an existing .dev.vars untouched', () => {
-    const dir = scratchDir();
+    const dir = scratchDir('agent-ledger-start-');
     const file = path.join(dir, '.dev.vars');
     const content = 'ADMIN_TOKEN="kept-token"\nTOKEN_SECRET=kept-secret\n';
     writeFileSync(file, content, { mode: 0o600 });
@@ -83,7 +73,7 @@ describe('scripts/start.mjs --dry-run', () => {
   });
 
   it('rejects a PORT that is not a port number', () => {
-    const { status, stderr } = dryRun(scratchDir(), { PORT: '80; rm -rf /' });
+    const { status, stderr } = dryRun(scratchDir('agent-ledger-start-'), { PORT: '80; rm -rf /' });
     expect(status).toBe(2);
     expect(stderr).toContain('PORT must be a port number');
   });
@@ -147,7 +137,7 @@ async function groupGone(pgid: number | undefined, deadline: number): Promise<bo
 
 describe('scripts/start.mjs (wrangler dev)', () => {
   it('serves /healthz on 127.0.0.1 and stops cleanly on SIGTERM', async () => {
-    const dir = scratchDir();
+    const dir = scratchDir('agent-ledger-start-');
     copyFileSync(path.join(ROOT, 'wrangler.toml'), path.join(dir, 'wrangler.toml'));
     copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
     symlinkSync(path.join(ROOT, 'worker'), path.join(dir, 'worker'), 'dir');
