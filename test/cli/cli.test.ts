@@ -80,6 +80,11 @@ describe('arguments and errors', () => {
     const unknown = await runCli(['frobnicate']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/unknown command/);
+    // commander's own errors go through the run's streams too (in-process: nothing reaches this process's stderr).
+    const option = await runCliInProcess(['events', jsonl, 'perm', '--bogus']);
+    expect(option.code).toBe(1);
+    expect(option.stderr).toMatch(/unknown option '--bogus'/);
+    expect(option.stdout).toBe('');
   }, 120_000);
 });
 

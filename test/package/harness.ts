@@ -159,11 +159,11 @@ const PACK_INPUTS = ['package.json', 'package-lock.json', 'tsup.config.ts', 'tsc
 /**
  * `npm pack` (its `prepack` script builds `dist/` unless it is current, scripts/build-stamp.ts, and
  * strips `package.json`; `postpack` puts it back) into `destination`, run in a copy of the
- * repository's pack inputs with `node_modules` linked. In the repository itself the pack would rewrite `package.json` and `dist/` while other
- * test files run: every `wrangler dev` watching its bundle's inputs reloads on the rewrite
- * (dropping its objects and their WebSockets), and the CLI's built-bin test would find `dist/`
- * half cleaned. `reuseBuild: false` makes `prepack` build in the copy even when the repository's
- * `dist/` is current.
+ * repository's pack inputs with `node_modules` linked. In the repository itself the pack would
+ * rewrite `package.json` and `dist/` while other test files run: every `wrangler dev` watching
+ * its bundle's inputs reloads on the rewrite (dropping its objects and their WebSockets), and the
+ * CLI's built-bin test would find `dist/` half cleaned. `reuseBuild: false` makes `prepack` build
+ * in the copy even when the repository's `dist/` is current.
  */
 export async function packPackage(destination: string, options: { reuseBuild?: boolean } = {}): Promise<PackedPackage> {
   mkdirSync(destination, { recursive: true });
