@@ -25,8 +25,10 @@ function buildProgram(out: CliOutput): Command {
     .addOption(new Option('--json', 'print JSON instead of text').default(false))
     .addOption(new Option('--token-env <name>', 'environment variable holding the bearer token of an http(s) store').default('AGENT_LEDGER_TOKEN'));
   program.configureOutput({ writeOut: (text) => out.io.stdout.write(text), writeErr: (text) => out.io.stderr.write(text) });
-  registerCommands(program, out);
+  // Before the subcommands exist: each copies these settings when it is created, so a bad option
+  // or `--help` of a subcommand throws a CommanderError too instead of calling process.exit.
   program.exitOverride();
+  registerCommands(program, out);
   return program;
 }
 

@@ -81,10 +81,14 @@ describe('arguments and errors', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/unknown command/);
     // commander's own errors go through the run's streams too (in-process: nothing reaches this process's stderr).
+    // A subcommand's own errors and help end the run, never the process (no process.exit).
     const option = await runCliInProcess(['events', jsonl, 'perm', '--bogus']);
     expect(option.code).toBe(1);
-    expect(option.stderr).toMatch(/unknown option '--bogus'/);
+    expect(option.stderr).toBe("error: unknown option '--bogus'\n(run with --help for usage)\n");
     expect(option.stdout).toBe('');
+    const help = await runCliInProcess(['events', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: agent-ledger events');
   }, 120_000);
 });
 
